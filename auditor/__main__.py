@@ -1,0 +1,5 @@
+import sys
+
+from auditor.cli import main
+
+sys.exit(main())

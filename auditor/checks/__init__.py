@@ -1,0 +1,32 @@
+"""The registry of checks: name -> Check. A check module adds itself here."""
+
+from __future__ import annotations
+
+from auditor.checks.interface import CaseContext, Check, Options
+
+_REGISTRY: dict[str, type[Check]] = {}
+
+
+def register(cls: type[Check]) -> type[Check]:
+    _REGISTRY[cls.name] = cls
+    return cls
+
+
+def available() -> list[str]:
+    _load_builtin()
+    return list(_REGISTRY)
+
+
+def get(name: str) -> Check:
+    _load_builtin()
+    try:
+        return _REGISTRY[name]()
+    except KeyError:
+        raise ValueError(f"unknown check {name!r}; available: {', '.join(_REGISTRY)}") from None
+
+
+def _load_builtin() -> None:
+    from auditor.checks import build  # noqa: F401  (registers itself)
+
+
+__all__ = ["CaseContext", "Check", "Options", "available", "get", "register"]

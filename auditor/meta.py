@@ -1,0 +1,61 @@
+"""Making default configs and building models on the meta device, the way transformers does."""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any
+
+
+def make_config(model_type: str):
+    """The model type's default config: `CONFIG_MAPPING[model_type]()`."""
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING
+
+    return CONFIG_MAPPING[model_type]()
+
+
+@contextlib.contextmanager
+def meta_device():
+    """The meta device plus transformers' own meta-safe creation helpers, where it has them."""
+    import torch
+
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(torch.device("meta"))
+        try:
+            from transformers import initialization as init
+        except ImportError:  # transformers 4.x
+            init = None
+        if init is not None and hasattr(init, "meta_device_safe_creation_ops"):
+            stack.enter_context(init.meta_device_safe_creation_ops())
+        yield
+
+
+def build_on_meta(config):
+    """`AutoModel.from_config(config)` on the meta device."""
+    from transformers import AutoModel
+
+    with meta_device():
+        return AutoModel.from_config(config)
+
+
+def model_facts(model) -> dict[str, Any]:
+    """Class, size, and how many tensors escaped the meta device, for the build row."""
+    from accelerate.utils import compute_module_sizes
+
+    escaped = [
+        name
+        for name, tensor in _named_tensors(model)
+        if tensor is not None and tensor.device.type != "meta"
+    ]
+    sizes = compute_module_sizes(model)
+    return {
+        "model_class": type(model).__name__,
+        "parameters": sum(p.numel() for p in model.parameters()),
+        "parameter_bytes": int(sizes.get("", 0)),
+        "escaped": len(escaped),
+        "escaped_names": escaped[:5],
+    }
+
+
+def _named_tensors(model):
+    yield from model.named_parameters(remove_duplicate=False)
+    yield from model.named_buffers(remove_duplicate=False)

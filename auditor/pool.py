@@ -1,0 +1,259 @@
+"""A pool of long-lived worker processes: timeouts, crashes, memory limits and replacement.
+
+Each worker imports torch and transformers once and then takes model types one by
+one. The pool yields one batch of results per model type, whatever happened to it:
+a hang becomes a `timeout` row, a dead process a `crash` row, a worker over the
+memory limit an `oom` row; the worker is replaced and the sweep goes on.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+import time
+from collections import deque
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from multiprocessing.connection import wait
+
+from auditor.cases import ModelCase
+from auditor.checks import Options
+from auditor.errors import signature_of
+from auditor.results import Result, Status
+
+POLL_SECONDS = 0.25
+START_TIMEOUT = 300.0
+MAX_FAILED_STARTS = 3
+
+
+class PoolError(RuntimeError):
+    """The pool cannot go on: workers fail to start."""
+
+
+@dataclass(frozen=True)
+class PoolSettings:
+    jobs: int
+    timeout: float
+    max_memory: int | None  # bytes of resident memory per worker (with its children)
+    plugins: tuple[str, ...] = ()
+    max_tasks_per_worker: int = 0  # 0: never recycle
+
+
+@dataclass
+class _Worker:
+    name: str
+    process: multiprocessing.process.BaseProcess
+    conn: object
+    ready: bool = False
+    case: ModelCase | None = None
+    started: float = 0.0
+    check: str = ""
+    results: list[Result] = field(default_factory=list)
+    tasks: int = 0
+    spawned: float = field(default_factory=time.monotonic)
+
+
+class WorkerPool:
+    """Runs model cases on worker processes; iterate `run(cases)` for per-model batches."""
+
+    def __init__(self, settings: PoolSettings, options: Options) -> None:
+        self.settings = settings
+        self.options = options
+        self._ctx = multiprocessing.get_context("spawn")
+        self._workers: list[_Worker] = []
+        self._serial = 0
+        self._failed_starts = 0
+
+    def run(self, cases: Sequence[ModelCase]) -> Iterator[list[Result]]:
+        pending = deque(cases)
+        jobs = max(1, min(self.settings.jobs, len(pending)))
+        try:
+            self._workers = [self._spawn() for _ in range(jobs)]
+            while pending or any(w.case for w in self._workers):
+                self._assign(pending)
+                yield from self._collect()
+                yield from self._enforce_limits()
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        """Stop every worker: ask politely, then kill its process group."""
+        for worker in self._workers:
+            if worker.process.is_alive() and worker.case is None and worker.ready:
+                try:
+                    worker.conn.send(None)
+                except OSError:
+                    pass
+        deadline = time.monotonic() + 2.0
+        for worker in self._workers:
+            worker.process.join(max(0.0, deadline - time.monotonic()))
+            _kill(worker)
+        self._workers = []
+
+    # -- internals -------------------------------------------------------------------
+
+    def _spawn(self) -> _Worker:
+        from auditor import worker as worker_module
+
+        self._serial += 1
+        name = f"w{self._serial}"
+        parent, child = self._ctx.Pipe()
+        process = self._ctx.Process(
+            target=worker_module.main,
+            args=(child, name, self.settings.plugins, self.options),
+            name=f"auditor-{name}",
+            daemon=True,
+        )
+        process.start()
+        child.close()
+        return _Worker(name=name, process=process, conn=parent)
+
+    def _assign(self, pending: deque[ModelCase]) -> None:
+        for worker in self._workers:
+            if worker.ready and worker.case is None and pending:
+                case = pending.popleft()
+                worker.case, worker.started, worker.check, worker.results = case, time.monotonic(), "", []
+                worker.conn.send(case)
+
+    def _collect(self) -> Iterator[list[Result]]:
+        sources = [w.conn for w in self._workers] + [w.process.sentinel for w in self._workers]
+        for source in wait(sources, timeout=POLL_SECONDS):
+            worker = next(
+                (w for w in self._workers if source is w.conn or source == w.process.sentinel), None
+            )
+            if worker is None:
+                continue
+            if source is worker.conn:
+                yield from self._drain(worker)
+            elif not worker.process.is_alive():
+                yield from self._drain(worker)  # messages sent just before it died
+                if worker in self._workers:
+                    yield from self._replace(worker, self._death_row(worker))
+
+    def _drain(self, worker: _Worker) -> Iterator[list[Result]]:
+        while worker in self._workers:
+            try:
+                if not worker.conn.poll():
+                    return
+                message = worker.conn.recv()
+            except (EOFError, OSError):
+                return
+            finished = self._handle(worker, message)
+            if finished is not None:
+                yield finished
+                if self._recycle_due(worker):
+                    yield from self._replace(worker, None)
+
+    def _handle(self, worker: _Worker, message: tuple) -> list[Result] | None:
+        kind, payload = message
+        if kind == "ready":
+            worker.ready = True
+            self._failed_starts = 0
+        elif kind == "check":
+            worker.check = payload
+        elif kind == "result":
+            worker.results.append(Result.from_json(payload))
+        elif kind == "done":
+            results, worker.case, worker.results = worker.results, None, []
+            worker.tasks += 1
+            return results
+        return None
+
+    def _recycle_due(self, worker: _Worker) -> bool:
+        limit = self.settings.max_tasks_per_worker
+        return bool(limit) and worker.tasks >= limit
+
+    def _enforce_limits(self) -> Iterator[list[Result]]:
+        now = time.monotonic()
+        for worker in list(self._workers):
+            if worker.case is not None and now - worker.started > self.settings.timeout:
+                message = f"Timeout: no result after {self.settings.timeout:g} s"
+                yield from self._replace(worker, self._row(worker, Status.TIMEOUT, message))
+            elif worker.case is not None and self._over_memory(worker):
+                limit = _format_bytes(self.settings.max_memory or 0)
+                message = f"OutOfMemory: worker went over --max-memory {limit}"
+                yield from self._replace(worker, self._row(worker, Status.OOM, message))
+            elif not worker.ready and now - worker.spawned > START_TIMEOUT:
+                raise PoolError(f"worker {worker.name} did not start within {START_TIMEOUT:g} s")
+
+    def _over_memory(self, worker: _Worker) -> bool:
+        limit = self.settings.max_memory
+        return bool(limit) and _resident_bytes(worker.process.pid) > limit
+
+    def _replace(self, worker: _Worker, final: Result | None) -> Iterator[list[Result]]:
+        """Kill `worker`, yield what it had for its model type plus `final`, start a new one."""
+        _kill(worker)
+        index = self._workers.index(worker)
+        if final is not None:
+            yield [*worker.results, final]
+        self._workers[index] = self._spawn()
+
+    def _death_row(self, worker: _Worker) -> Result:
+        code = worker.process.exitcode
+        if code is not None and code < 0:
+            how = f"killed by signal {signal.Signals(-code).name}"
+        else:
+            how = f"exited with code {code}"
+        if worker.case is None:
+            # It died outside any model type: while starting (a broken environment) or idle.
+            self._failed_starts += 0 if worker.ready else 1
+            if self._failed_starts >= MAX_FAILED_STARTS:
+                raise PoolError(f"workers keep dying before they are ready ({how})")
+            return None  # type: ignore[return-value]
+        return self._row(worker, Status.CRASH, f"Crash: worker process {how}")
+
+    def _row(self, worker: _Worker, status: Status, message: str) -> Result:
+        assert worker.case is not None
+        return Result(
+            worker.case.model_type,
+            worker.check or self.options.checks[0],
+            status,
+            message=message,
+            signature=signature_of(message),
+            seconds=time.monotonic() - worker.started,
+            worker=worker.name,
+        )
+
+
+def _kill(worker: _Worker) -> None:
+    """Terminate the worker's process group, then kill it if it lingers."""
+    pid = worker.process.pid
+    if pid is None:
+        return
+    for sig, grace in ((signal.SIGTERM, 1.0), (signal.SIGKILL, 5.0)):
+        try:
+            os.killpg(pid, sig)
+        except (ProcessLookupError, PermissionError):
+            try:
+                os.kill(pid, sig)
+            except ProcessLookupError:
+                pass
+        worker.process.join(grace)
+        if not worker.process.is_alive():
+            break
+    try:
+        os.killpg(pid, signal.SIGKILL)  # children it left behind
+    except (ProcessLookupError, PermissionError):
+        pass
+    worker.conn.close()
+
+
+def _resident_bytes(pid: int | None) -> int:
+    import psutil
+
+    try:
+        process = psutil.Process(pid)
+        total = process.memory_info().rss
+        for child in process.children(recursive=True):
+            try:
+                total += child.memory_info().rss
+            except psutil.Error:
+                pass
+        return total
+    except psutil.Error:
+        return 0
+
+
+def _format_bytes(count: int) -> str:
+    return f"{count / 2**30:.1f} GiB"

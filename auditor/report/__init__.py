@@ -1,0 +1,1 @@
+"""Rendering results: CSV tables, HTML matrices, diffs. Pure functions of results."""

@@ -1,0 +1,73 @@
+"""What runs inside a worker process: import once, then run checks on model types one by one.
+
+A worker talks to the pool only through its pipe, in structured messages:
+`("ready", pid)`, then per model type `("check", name)` before each check,
+`("result", dict)` for each result and `("done", model_type)` at the end.
+Nothing is ever read from its stdout, so a model that prints cannot corrupt a result.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from collections.abc import Iterator, Sequence
+
+from auditor.cases import ModelCase
+from auditor.checks import CaseContext, Check, Options
+from auditor.errors import describe
+from auditor.results import Result
+
+
+def main(conn, name: str, plugins: Sequence[str], options: Options) -> None:
+    """Entry point of a worker process (started with multiprocessing's spawn)."""
+    os.setpgrp()  # the pool kills our whole process group on timeout
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+    import torch  # noqa: F401  (import once, up front: this is what the pool amortizes)
+    import transformers  # noqa: F401
+
+    from auditor import cases, checks
+
+    cases.load_plugins(plugins)
+    selected = [checks.get(check) for check in options.checks]
+    conn.send(("ready", os.getpid()))
+    while True:
+        case = conn.recv()
+        if case is None:
+            return
+        for message in run_case(case, selected, options, worker=name):
+            conn.send(message)
+
+
+def run_case(case: ModelCase, selected: Sequence[Check], options: Options, worker: str = "") -> Iterator[tuple]:
+    """Run every selected check on one model type; yields the messages for the pool."""
+    import torch
+
+    dtype = torch.get_default_dtype()
+    context = CaseContext(case, options)
+    try:
+        for check in selected:
+            yield ("check", check.name)
+            for result in run_check(check, case, context):
+                yield ("result", _stamped(result, worker).to_json())
+    finally:
+        del context
+        torch.set_default_dtype(dtype)  # no state may leak into the next model type
+    yield ("done", case.model_type)
+
+
+def run_check(check: Check, case: ModelCase, context: CaseContext) -> Iterator[Result]:
+    """The check's results; if it raises, one row with the exception's status instead."""
+    start = time.perf_counter()
+    try:
+        yield from check.run(case, context)
+    except Exception as exc:
+        status, message, signature = describe(exc)
+        yield Result(case.model_type, check.name, status, message=message, signature=signature,
+                     seconds=time.perf_counter() - start)
+
+
+def _stamped(result: Result, worker: str) -> Result:
+    from dataclasses import replace
+
+    return replace(result, worker=worker) if worker else result
