@@ -106,5 +106,5 @@ def _regex_hits(known: list[str], pattern: str) -> set[str]:
     try:
         regex = re.compile(pattern)
     except re.error as exc:
-        raise SelectionError(f"{pattern!r} is neither a model type nor a valid regular expression: {exc}")
+        raise SelectionError(f"{pattern!r} is neither a model type nor a valid regular expression: {exc}") from None
     return {name for name in known if regex.fullmatch(name)}

@@ -6,7 +6,6 @@ import datetime
 import platform
 import socket
 import subprocess
-
 from importlib import metadata
 from pathlib import Path
 

@@ -1,0 +1,95 @@
+"""Wall time and peak memory of `auditor sweep` against the naive single-process loop.
+
+Run: python benchmarks/sweep_vs_naive.py [--models all|a,b,c] [--jobs 2] [--checks build]
+Both run in the same invocation, on the same model types, one after the other; peak
+memory is the largest sum of resident memory over the whole process tree, sampled
+every 50 ms. Prints one JSON document with the ratio.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import psutil
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def measure(command: list[str]) -> dict:
+    env = dict(os.environ, HF_HUB_OFFLINE="1", PYTHONPATH=str(ROOT))
+    start = time.perf_counter()
+    proc = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    root = psutil.Process(proc.pid)
+    peak = 0
+    while proc.poll() is None:
+        peak = max(peak, _tree_rss(root))
+        time.sleep(0.05)
+    wall = time.perf_counter() - start
+    stderr = proc.stderr.read()
+    if proc.returncode != 0:
+        raise SystemExit(f"{command[:4]} failed ({proc.returncode}):\n{stderr[-2000:]}")
+    return {"wall_s": round(wall, 2), "peak_rss_mb": round(peak / 2**20), "tail": stderr.strip().splitlines()[-1]}
+
+
+def _tree_rss(root: psutil.Process) -> int:
+    total = 0
+    try:
+        for process in [root, *root.children(recursive=True)]:
+            try:
+                total += process.memory_info().rss
+            except psutil.Error:
+                pass
+    except psutil.Error:
+        pass
+    return total
+
+
+def all_model_types() -> list[str]:
+    out = subprocess.run(
+        [sys.executable, "-c",
+         "from transformers.models.auto.modeling_auto import MODEL_MAPPING_NAMES as m;print(','.join(sorted(m)))"],
+        capture_output=True, text=True, check=True,
+    )
+    return out.stdout.strip().split(",")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--models", default="all")
+    parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--checks", default="build")
+    parser.add_argument("--policies", default="legacy,fixed,fixed-no-config-skip")
+    args = parser.parse_args()
+    models = all_model_types() if args.models == "all" else args.models.split(",")
+    joined = ",".join(models)
+    naive = measure([sys.executable, str(ROOT / "benchmarks" / "naive_loop.py"), joined])
+    with tempfile.TemporaryDirectory() as out:
+        sweep = measure([sys.executable, "-m", "auditor", "sweep", "--models", joined, "--jobs", str(args.jobs),
+                         "--checks", args.checks, "--policies", args.policies, "-o", out])
+    import torch
+    import transformers
+
+    print(json.dumps({
+        "model_types": len(models),
+        "checks": args.checks,
+        "jobs": args.jobs,
+        "naive": naive,
+        "sweep": sweep,
+        "ratio_wall_sweep_over_naive": round(sweep["wall_s"] / naive["wall_s"], 3),
+        "machine": f"{os.cpu_count()} cores, {psutil.virtual_memory().total / 2**30:.0f} GiB, {platform.platform()}",
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "transformers": transformers.__version__,
+    }, indent=2))
+
+
+if __name__ == "__main__":
+    main()

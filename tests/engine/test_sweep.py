@@ -1,0 +1,180 @@
+"""`auditor sweep` end to end: real worker processes, real transformers, misbehaving plugins."""
+
+import json
+import signal
+import subprocess
+import sys
+import time
+
+import psutil
+import pytest
+
+from tests.conftest import ROOT, TROUBLEMAKERS, auditor_env, by_type, read_rows, run_auditor
+
+REAL = "bert,gpt2,llama,t5,whisper,llava"
+
+
+@pytest.fixture(scope="module")
+def mixed_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("mixed")
+    proc = run_auditor("sweep", "--plugin", TROUBLEMAKERS, "--models", f"{REAL},auditor_.*",
+                       "--timeout", "10", "--max-memory", "1G", "--jobs", "2", "-o", str(out))
+    return proc, out
+
+
+def test_every_selected_type_ends_with_exactly_one_row(mixed_run):
+    proc, out = mixed_run
+    assert proc.returncode == 0, proc.stderr
+    header, rows = read_rows(out)
+    assert header["kind"] == "header" and header["format_version"] == 1
+    names = [row["model_type"] for row in rows]
+    expected = set(REAL.split(",")) | {
+        "auditor_fine", "auditor_hang", "auditor_exit", "auditor_segfault", "auditor_missing",
+        "auditor_hub", "auditor_hog", "auditor_bad_config",
+    }
+    assert sorted(names) == sorted(expected)
+
+
+def test_statuses_of_real_and_misbehaving_types(mixed_run):
+    _, out = mixed_run
+    rows = by_type(read_rows(out)[1])
+    for name in REAL.split(","):
+        assert rows[name]["status"] == "build", rows[name]
+    assert rows["llava"]["extras"]["model_class"] == "LlavaModel"
+    assert rows["auditor_fine"]["status"] == "build"
+    assert rows["auditor_hang"]["status"] == "timeout"
+    assert rows["auditor_exit"]["status"] == "crash"
+    assert "exited with code 3" in rows["auditor_exit"]["message"]
+    assert rows["auditor_segfault"]["status"] == "crash"
+    assert "SIGSEGV" in rows["auditor_segfault"]["message"]
+    assert rows["auditor_missing"]["status"] == "missing-dependency"
+    assert rows["auditor_hub"]["status"] == "needs-hub"
+    assert rows["auditor_hog"]["status"] == "oom"
+    assert rows["auditor_bad_config"]["status"] == "config-error"
+
+
+def test_build_rows_carry_size_and_escape_facts(mixed_run):
+    _, out = mixed_run
+    bert = by_type(read_rows(out)[1])["bert"]["extras"]
+    assert bert["model_class"] == "BertModel"
+    assert 100_000_000 < bert["parameters"] < 120_000_000
+    assert bert["parameter_bytes"] >= 4 * bert["parameters"]
+    assert bert["escaped"] == 0
+
+
+def test_header_records_the_environment(mixed_run):
+    _, out = mixed_run
+    run = read_rows(out)[0]["run"]
+    import torch
+    import transformers
+
+    assert run["torch"] == torch.__version__ and run["transformers"] == transformers.__version__
+    assert run["python"] == ".".join(map(str, sys.version_info[:3]))
+    assert run["command"].startswith("auditor sweep") and run["started"]
+
+
+def test_csv_tables_are_written(mixed_run):
+    import pandas as pd
+
+    _, out = mixed_run
+    long = pd.read_csv(out / "results.csv")
+    matrix = pd.read_csv(out / "matrix.csv")
+    assert len(long) == 14 and list(matrix.columns[:2]) == ["model_type", "build"]
+    assert dict(zip(matrix.model_type, matrix.build, strict=False))["auditor_hang"] == "timeout"
+
+
+def test_identical_failures_share_a_signature(mixed_run):
+    _, out = mixed_run
+    rows = by_type(read_rows(out)[1])
+    assert rows["auditor_exit"]["signature"] == "Crash: worker process exited with code N"
+
+
+# -- bad input: a clear message and exit code 2, before any work ----------------------------
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["sweep", "--no-such-option"], "unrecognized arguments"),
+        (["sweep", "--models", "lama"], "closest known types: llama"),
+        (["sweep", "--plugin", "tests/plugins/broken.py"], "broken on purpose"),
+        (["sweep", "--checks", "nonsense"], "unknown check"),
+        (["sweep", "--jobs", "0"], "--jobs"),
+        (["sweep", "--max-memory", "lots"], "--max-memory"),
+    ],
+)
+def test_bad_input_exits_2_with_a_message(tmp_path, args, expected):
+    proc = run_auditor(*args, "-o", str(tmp_path / "out"), cwd=ROOT)
+    assert proc.returncode == 2
+    assert expected in proc.stderr
+    assert not (tmp_path / "out" / "results.jsonl").exists()
+
+
+def test_unwritable_output_directory_exits_2(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    proc = run_auditor("sweep", "--models", "bert", "-o", str(blocker / "out"))
+    assert proc.returncode == 2 and "cannot write to output directory" in proc.stderr
+
+
+def test_existing_results_need_resume_or_overwrite(tmp_path):
+    (tmp_path / "results.jsonl").write_text("{}\n")
+    proc = run_auditor("sweep", "--models", "bert", "-o", str(tmp_path))
+    assert proc.returncode == 2 and "--resume" in proc.stderr
+
+
+def test_resume_rejects_another_format_version(tmp_path):
+    (tmp_path / "results.jsonl").write_text(json.dumps({"kind": "header", "format_version": 99, "run": {}}) + "\n")
+    proc = run_auditor("sweep", "--models", "bert", "--resume", "-o", str(tmp_path))
+    assert proc.returncode == 2 and "format version 99" in proc.stderr
+
+
+# -- resume, interruption, isolation ---------------------------------------------------------
+
+
+def test_resume_runs_only_what_is_missing(tmp_path):
+    first = run_auditor("sweep", "--models", "bert,gpt2", "--jobs", "1", "-o", str(tmp_path))
+    assert first.returncode == 0, first.stderr
+    again = run_auditor("sweep", "--models", "bert,gpt2,t5", "--jobs", "1", "--resume", "-o", str(tmp_path))
+    assert again.returncode == 0, again.stderr
+    assert "2 model types already done" in again.stderr
+    text = (tmp_path / "results.jsonl").read_text()
+    assert text.count('"kind": "header"') == 1
+    assert sorted(row["model_type"] for row in read_rows(tmp_path)[1]) == ["bert", "gpt2", "t5"]
+
+
+def test_ctrl_c_keeps_finished_rows_and_says_how_to_resume(tmp_path):
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "auditor", "sweep", "--plugin", TROUBLEMAKERS, "--jobs", "1",
+         "--models", "auditor_fine,auditor_hang", "-o", str(tmp_path)],
+        env=auditor_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    results = tmp_path / "results.jsonl"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and (not results.exists() or results.read_text().count("\n") < 2):
+        time.sleep(0.2)
+    workers = psutil.Process(proc.pid).children(recursive=True)
+    proc.send_signal(signal.SIGINT)
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130, stderr
+    assert "Interrupted" in stderr and "--resume" in stderr
+    assert [row["model_type"] for row in read_rows(tmp_path)[1]] == ["auditor_fine"]
+    time.sleep(0.5)
+    assert not [w for w in workers if w.is_running() and w.status() != psutil.STATUS_ZOMBIE]
+
+
+ISOLATION_TYPES = ["llava", "gpt2", "qwen2_vl", "t5", "whisper", "bert", "mixtral", "auditor_fine"]
+
+
+def _comparable(out):
+    return {(r["model_type"], r["check"], r["component"], r["policy"]): (r["status"], r["signature"], r["extras"])
+            for r in read_rows(out)[1]}
+
+
+def test_rows_do_not_depend_on_what_ran_before_in_the_worker(tmp_path):
+    together = run_auditor("sweep", "--plugin", TROUBLEMAKERS, "--models", ",".join(ISOLATION_TYPES),
+                           "--jobs", "1", "-o", str(tmp_path / "together"))
+    alone = run_auditor("sweep", "--plugin", TROUBLEMAKERS, "--models", ",".join(ISOLATION_TYPES),
+                        "--jobs", "1", "--max-tasks-per-worker", "1", "-o", str(tmp_path / "alone"))
+    assert together.returncode == 0 and alone.returncode == 0, together.stderr + alone.stderr
+    assert _comparable(tmp_path / "together") == _comparable(tmp_path / "alone")
