@@ -21,9 +21,9 @@ class UsageError(Exception):
 
 
 def _subcommands():
-    from auditor.cli import sweep
+    from auditor.cli import diff, report, sweep
 
-    return [sweep]
+    return [sweep, report, diff]
 
 
 def build_parser() -> argparse.ArgumentParser:

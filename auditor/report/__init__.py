@@ -1,1 +1,9 @@
-"""Rendering results: CSV tables, HTML matrices, diffs. Pure functions of results."""
+"""Rendering results: CSV tables, the HTML report, diffs and the nightly history.
+
+Everything but `files` is a pure function of results; `write_report` is what `auditor sweep`
+calls at its end to put report.html, results.csv and matrix.csv into the run directory.
+"""
+
+from auditor.report.files import write_diff, write_report
+
+__all__ = ["write_diff", "write_report"]

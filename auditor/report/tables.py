@@ -44,12 +44,19 @@ def long_frame(runs: Sequence[Run]) -> pd.DataFrame:
 def matrix_frame(runs: Sequence[Run]) -> pd.DataFrame:
     """One row per model type, one column per check column (per environment when several)."""
     long = long_frame(runs)
+    if long.empty:
+        return pd.DataFrame(columns=["model_type"])
     several = long["environment"].nunique() > 1
     long["key"] = (long["environment"] + " | " + long["column"]) if several else long["column"]
     wide = long.pivot_table(index="model_type", columns="key", values="status", aggfunc="first")
     wide = wide.reindex(sorted(wide.columns, key=_column_order), axis=1)
     wide.columns.name = None
     return wide.reset_index().fillna("")
+
+
+def csv_text(frame: pd.DataFrame) -> str:
+    """A frame as CSV text with `\n` line ends on every platform, so the files diff well in git."""
+    return frame.to_csv(index=False, lineterminator="\n")
 
 
 def _column_order(key: str) -> tuple:

@@ -1,0 +1,50 @@
+"""`auditor diff BASE NEW`: compare two runs cell by cell; exit 1 on regressions the allow list does not excuse.
+
+A regression is a cell (model type and column) that was `build` in BASE and is not in NEW.
+The allow file has one `model_type` or `model_type/column-prefix` per line (a prefix matches
+whole `/` segments: `llava/decorate` covers decorate/legacy and decorate/fixed); `#` starts a comment.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from auditor.cli import EXIT_FINDINGS, EXIT_OK, UsageError
+from auditor.cli.report import read_or_usage_error
+
+
+def add_parser(subparsers) -> None:
+    p = subparsers.add_parser("diff", help="compare two runs; exit 1 on regressions",
+                              description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("base", type=Path, metavar="BASE", help="results.jsonl or run directory to compare against")
+    p.add_argument("new", type=Path, metavar="NEW", help="results.jsonl or run directory to check")
+    p.add_argument("--allow", type=Path, metavar="FILE", help="regressions to accept, one per line")
+    p.add_argument("--output", "-o", type=Path, metavar="OUTDIR",
+                   help="where to write diff.md and diff.html (default: NEW's directory)")
+    p.set_defaults(handler=run_diff)
+
+
+def run_diff(args: argparse.Namespace) -> int:
+    from auditor.report import write_diff
+    from auditor.report.diff import AllowList, AllowListError, diff_runs, parse_allow_list
+    from auditor.report.diff_render import render_diff_text
+
+    allow = AllowList()
+    if args.allow is not None:
+        try:
+            allow = parse_allow_list(args.allow.read_text(encoding="utf-8"), str(args.allow))
+        except OSError as exc:
+            raise UsageError(f"cannot read allow list {args.allow}: {exc.strerror or exc}") from None
+        except AllowListError as exc:
+            raise UsageError(str(exc)) from None
+    base, new = read_or_usage_error(args.base), read_or_usage_error(args.new)
+    diff = diff_runs(base, new, allow)
+    outdir = args.output if args.output is not None else new.path.parent
+    try:
+        paths = write_diff(diff, outdir)
+    except OSError as exc:
+        raise UsageError(f"cannot write to {outdir}: {exc.strerror or exc}") from None
+    print(render_diff_text(diff), end="")
+    print("\n" + "\n".join(f"wrote {p}" for p in paths))
+    return EXIT_FINDINGS if diff.blocking else EXIT_OK

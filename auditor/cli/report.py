@@ -1,0 +1,89 @@
+"""`auditor report`: render report.html, results.csv and matrix.csv from finished runs, re-running nothing.
+
+With --history REPORTS_DIR it instead indexes a folder of nightly run directories: each run gets
+its report when it has none, each run its diff against the run before, and the folder an index.html.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from auditor.cli import EXIT_OK, UsageError
+from auditor.results import RESULTS_FILE, ResultsFileError, Run, read_run
+
+INDEX_FILE = "index.html"
+
+
+def add_parser(subparsers) -> None:
+    p = subparsers.add_parser("report", help="render the HTML report and CSV tables of finished runs",
+                              description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("results", nargs="*", type=Path, metavar="RESULTS",
+                   help="results.jsonl files or run directories; several merge into one matrix")
+    p.add_argument("--output", "-o", type=Path, metavar="OUTDIR",
+                   help="where to write the files (default: the run's directory when there is one input)")
+    p.add_argument("--history", type=Path, metavar="REPORTS_DIR",
+                   help="write REPORTS_DIR/index.html over its run directories, with diffs between nights")
+    p.set_defaults(handler=run_report)
+
+
+def run_report(args: argparse.Namespace) -> int:
+    if args.history is not None:
+        if args.results or args.output:
+            raise UsageError("--history takes no RESULTS and no --output")
+        return _history(args.history)
+    if not args.results:
+        raise UsageError("give at least one results.jsonl or run directory (or --history REPORTS_DIR)")
+    runs = [read_or_usage_error(path) for path in args.results]
+    if args.output is None and len(runs) > 1:
+        raise UsageError("with several inputs, say where the report goes with --output")
+    outdir = args.output if args.output is not None else runs[0].path.parent
+
+    from auditor.report import write_report
+
+    for path in _write(write_report, runs, outdir):
+        print(path)
+    return EXIT_OK
+
+
+def read_or_usage_error(path: Path) -> Run:
+    try:
+        return read_run(path)
+    except ResultsFileError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def _write(writer, subject, outdir: Path) -> list[Path]:
+    try:
+        return writer(subject, outdir)
+    except OSError as exc:
+        raise UsageError(f"cannot write to {outdir}: {exc.strerror or exc}") from None
+
+
+def _history(reports: Path) -> int:
+    from auditor.report import write_diff, write_report
+    from auditor.report.history import REPORT_FILE, build_history, render_history
+
+    if not reports.is_dir():
+        raise UsageError(f"{reports} is not a directory")
+    runs, skipped = [], []
+    for directory in sorted(d for d in reports.iterdir() if (d / RESULTS_FILE).is_file()):
+        try:
+            runs.append(read_run(directory))
+        except ResultsFileError as exc:
+            skipped.append((directory.name, str(exc)))
+            print(f"auditor: warning: skipping {directory.name}: {exc}", file=sys.stderr)
+    history = build_history(runs)
+    for run in history.runs:
+        if not (run.path.parent / REPORT_FILE).exists():
+            _write(write_report, [run], run.path.parent)
+    for run, diff in history.consecutive():
+        _write(write_diff, diff, run.path.parent)
+    index = reports / INDEX_FILE
+    try:
+        index.write_text(render_history(history, skipped), encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(f"cannot write {index}: {exc.strerror or exc}") from None
+    print(index)
+    return EXIT_OK

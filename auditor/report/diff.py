@@ -1,0 +1,193 @@
+"""Comparing two runs cell by cell (a cell is a model type and a matrix column).
+
+Like pyperf's compare_to: cells are matched by name, and what exists on one side only is listed
+rather than compared. A regression is a cell that was `build` and is something else now; an
+allow list can excuse known ones, by model type or by model type and column prefix.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from auditor.report.matrix import column_order, run_name
+from auditor.report.statuses import is_ok
+from auditor.results import Result, Run
+
+
+class AllowListError(ValueError):
+    """An allow-list line that is not `model_type` or `model_type/column-prefix`."""
+
+
+@dataclass(frozen=True)
+class AllowList:
+    """Entries `model_type` or `model_type/column-prefix`; a prefix matches whole `/` segments."""
+
+    entries: tuple[str, ...] = ()
+
+    def matches(self, entry: str, model_type: str, column: str) -> bool:
+        entry_type, _, prefix = entry.partition("/")
+        if entry_type != model_type:
+            return False
+        return not prefix or column == prefix or column.startswith(prefix + "/")
+
+    def allows(self, model_type: str, column: str) -> bool:
+        return any(self.matches(e, model_type, column) for e in self.entries)
+
+
+def parse_allow_list(text: str, source: str = "allow list") -> AllowList:
+    entries = []
+    for number, raw in enumerate(text.splitlines(), start=1):
+        line = raw.split("#", 1)[0].strip()
+        if not line:
+            continue
+        if any(ch.isspace() for ch in line) or line.startswith("/") or line.endswith("/"):
+            raise AllowListError(f"{source}:{number}: {raw.strip()!r} is not `model_type` or "
+                                 "`model_type/column-prefix`")
+        entries.append(line)
+    return AllowList(tuple(entries))
+
+
+@dataclass(frozen=True)
+class Side:
+    """What a diff needs to say about one of its runs."""
+
+    name: str
+    environment: str
+    started: str
+    model_types: int
+    cells: int
+
+
+@dataclass(frozen=True)
+class CellChange:
+    model_type: str
+    column: str
+    before: str  # status, "" when the cell is absent
+    after: str
+    before_signature: str = ""
+    after_signature: str = ""
+    after_message: str = ""
+    allowed: bool = False
+
+    @property
+    def key(self) -> str:
+        return f"{self.model_type}/{self.column}"
+
+    @property
+    def explanation(self) -> tuple[str, ...]:
+        """The signature(s) that explain the change: the error that went away for a fix,
+        (old, new) for a failure whose signature changed, else the error now."""
+        if not self.after or is_ok(self.after):
+            return (self.before_signature,)
+        if self.before and not is_ok(self.before) and self.before_signature and \
+                self.before_signature != self.after_signature:
+            return (self.before_signature, self.after_signature)
+        return (self.after_signature,)
+
+
+@dataclass(frozen=True)
+class RunDiff:
+    base: Side
+    new: Side
+    regressions: tuple[CellChange, ...]
+    fixes: tuple[CellChange, ...]
+    changed: tuple[CellChange, ...]  # failing on both sides, with another status or signature
+    added_types: tuple[str, ...]
+    removed_types: tuple[str, ...]
+    added_columns: tuple[str, ...]
+    removed_columns: tuple[str, ...]
+    added_cells: tuple[CellChange, ...]  # in a model type and column both runs have
+    removed_cells: tuple[CellChange, ...]
+    unchanged: int
+    unused_allow: tuple[str, ...] = ()
+
+    @property
+    def blocking(self) -> tuple[CellChange, ...]:
+        """Regressions no allow-list entry excuses: what makes `auditor diff` exit 1."""
+        return tuple(r for r in self.regressions if not r.allowed)
+
+
+def side(run: Run) -> Side:
+    cells = cells_of(run)
+    return Side(name=run_name(run), environment=run.info.environment, started=run.info.started,
+                model_types=len({m for m, _ in cells}), cells=len(cells))
+
+
+def diff_runs(base: Run, new: Run, allow: AllowList = AllowList()) -> RunDiff:
+    before, after = cells_of(base), cells_of(new)
+    types_before, types_after = {m for m, _ in before}, {m for m, _ in after}
+    columns_before, columns_after = {c for _, c in before}, {c for _, c in after}
+    common_types, common_columns = types_before & types_after, columns_before & columns_after
+
+    regressions, fixes, changed, added, removed = [], [], [], [], []
+    unchanged = 0
+    for key in sorted(set(before) | set(after), key=lambda k: (k[0], column_order(k[1]))):
+        model_type, column = key
+        if model_type not in common_types or column not in common_columns:
+            continue
+        b, a = before.get(key), after.get(key)
+        change = _change(model_type, column, b, a)
+        if b is None:
+            added.append(change)
+        elif a is None:
+            removed.append(change)
+        elif is_ok(b.status.value) and not is_ok(a.status.value):
+            regressions.append(replace(change, allowed=allow.allows(model_type, column)))
+        elif not is_ok(b.status.value) and is_ok(a.status.value):
+            fixes.append(change)
+        elif not is_ok(a.status.value) and (b.status != a.status or b.signature != a.signature):
+            changed.append(change)
+        else:
+            unchanged += 1
+
+    used = {e for r in regressions for e in allow.entries if allow.matches(e, r.model_type, r.column)}
+    return RunDiff(
+        base=side(base), new=side(new),
+        regressions=tuple(regressions), fixes=tuple(fixes), changed=tuple(changed),
+        added_types=tuple(sorted(types_after - types_before)),
+        removed_types=tuple(sorted(types_before - types_after)),
+        added_columns=tuple(sorted(columns_after - columns_before, key=column_order)),
+        removed_columns=tuple(sorted(columns_before - columns_after, key=column_order)),
+        added_cells=tuple(added), removed_cells=tuple(removed),
+        unchanged=unchanged,
+        unused_allow=tuple(e for e in allow.entries if e not in used),
+    )
+
+
+def cells_of(run: Run) -> dict[tuple[str, str], Result]:
+    cells: dict[tuple[str, str], Result] = {}
+    for r in run.results:
+        cells.setdefault((r.model_type, r.column), r)
+    return cells
+
+
+def _change(model_type: str, column: str, b: Result | None, a: Result | None) -> CellChange:
+    return CellChange(
+        model_type=model_type, column=column,
+        before=b.status.value if b else "", after=a.status.value if a else "",
+        before_signature=b.signature if b else "", after_signature=a.signature if a else "",
+        after_message=a.message if a else "",
+    )
+
+
+def summary_line(diff: RunDiff) -> str:
+    """`1 regression (0 allowed), 1 fix, ...`: the one-line verdict of a diff."""
+    allowed = len(diff.regressions) - len(diff.blocking)
+    parts = [
+        _plural(len(diff.regressions), "regression") + (f" ({allowed} allowed)" if allowed else ""),
+        _plural(len(diff.fixes), "fix", "fixes"),
+        _plural(len(diff.changed), "changed failure"),
+        _plural(len(diff.added_types), "model type") + " added",
+        f"{len(diff.removed_types)} removed",
+    ]
+    if diff.added_columns or diff.removed_columns:
+        parts.append(f"columns +{len(diff.added_columns)}/-{len(diff.removed_columns)}")
+    if diff.added_cells or diff.removed_cells:
+        parts.append(f"cells +{len(diff.added_cells)}/-{len(diff.removed_cells)}")
+    parts.append(f"{diff.unchanged} unchanged")
+    return ", ".join(parts)
+
+
+def _plural(n: int, word: str, plural: str | None = None) -> str:
+    return f"{n} {word if n == 1 else plural or word + 's'}"
+

@@ -1,0 +1,114 @@
+"""A RunDiff as terminal text, Markdown (diff.md) and HTML (diff.html); pure functions."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from auditor.report import templating
+from auditor.report.diff import CellChange, RunDiff, summary_line
+from auditor.report.statuses import legend
+
+SIGNATURE_WIDTH = 110
+NAMES_SHOWN = 40  # per list on the terminal; diff.md and diff.html have them all
+
+
+def render_diff_text(diff: RunDiff) -> str:
+    width = max([len(c.model_type) for c in _all_changes(diff)] + [10])
+    col_width = max([len(c.column) for c in _all_changes(diff)] + [6])
+    lines = [
+        f"base: {diff.base.name}  {diff.base.environment}  ({diff.base.model_types} model types, {diff.base.cells} cells)",
+        f"new:  {diff.new.name}  {diff.new.environment}  ({diff.new.model_types} model types, {diff.new.cells} cells)",
+        summary_line(diff),
+    ]
+
+    def section(title: str, changes: Sequence[CellChange]) -> None:
+        if not changes:
+            return
+        lines.extend(["", f"{title} ({len(changes)}):"])
+        for c in changes:
+            sig = " -> ".join(_short(part) for part in c.explanation)
+            mark = "  [allowed]" if c.allowed else ""
+            lines.append(f"  {c.model_type:<{width}}  {c.column:<{col_width}}  "
+                         f"{c.before or '-'} -> {c.after or '-'}{mark}  {sig}".rstrip())
+
+    section("Regressions", diff.regressions)
+    section("Fixes", diff.fixes)
+    section("Changed failures", diff.changed)
+    for title, names in _name_lists(diff):
+        if names:
+            more = f" and {len(names) - NAMES_SHOWN} more" if len(names) > NAMES_SHOWN else ""
+            lines.extend(["", f"{title} ({len(names)}): {', '.join(names[:NAMES_SHOWN])}{more}"])
+    return "\n".join(lines) + "\n"
+
+
+def render_diff_markdown(diff: RunDiff) -> str:
+    lines = [
+        f"# Diff: {_md(diff.base.name)} → {_md(diff.new.name)}",
+        "",
+        "| | run | environment | started | model types | cells |",
+        "|---|---|---|---|---:|---:|",
+        f"| base | {_md(diff.base.name)} | {_md(diff.base.environment)} | {_md(diff.base.started)} "
+        f"| {diff.base.model_types} | {diff.base.cells} |",
+        f"| new | {_md(diff.new.name)} | {_md(diff.new.environment)} | {_md(diff.new.started)} "
+        f"| {diff.new.model_types} | {diff.new.cells} |",
+        "",
+        f"**{summary_line(diff)}**",
+    ]
+    for title, changes in _change_sections(diff):
+        if not changes:
+            continue
+        lines.extend(["", f"## {title} ({len(changes)})", "",
+                      "| model type | column | before | after | signature |", "|---|---|---|---|---|"])
+        for c in changes:
+            after = c.after + (" (allowed)" if c.allowed else "")
+            lines.append(f"| {_md(c.model_type)} | {_md(c.column)} | {c.before or '—'} | {after or '—'} "
+                         f"| {' → '.join(_md(part) for part in c.explanation)} |")
+    for title, names in _name_lists(diff):
+        if names:
+            lines.extend(["", f"## {title} ({len(names)})", "", ", ".join(_md(n) for n in names)])
+    return "\n".join(lines) + "\n"
+
+
+def render_diff_html(diff: RunDiff) -> str:
+    statuses = {s for c in _all_changes(diff) for s in (c.before, c.after) if s}
+    styles = {s.name: s for s in legend(statuses)}
+    return templating.render(
+        "diff.html.j2", diff=diff, summary=summary_line(diff), sections=_change_sections(diff),
+        name_lists=_name_lists(diff), styles=styles,
+    )
+
+
+def _change_sections(diff: RunDiff) -> list[tuple[str, tuple[CellChange, ...]]]:
+    return [
+        ("Regressions", diff.regressions),
+        ("Fixes", diff.fixes),
+        ("Changed failures", diff.changed),
+        ("Cells only in new", diff.added_cells),
+        ("Cells only in base", diff.removed_cells),
+    ]
+
+
+def _name_lists(diff: RunDiff) -> list[tuple[str, tuple[str, ...]]]:
+    return [
+        ("Model types added", diff.added_types),
+        ("Model types removed", diff.removed_types),
+        ("Columns only in new", diff.added_columns),
+        ("Columns only in base", diff.removed_columns),
+        ("Allow-list entries that matched nothing", diff.unused_allow),
+    ]
+
+
+def _all_changes(diff: RunDiff) -> list[CellChange]:
+    return [c for _, changes in _change_sections(diff) for c in changes]
+
+
+def _short(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= SIGNATURE_WIDTH else text[:SIGNATURE_WIDTH - 1] + "…"
+
+
+def _md(text: str) -> str:
+    """Table-safe Markdown text: one line, pipes and angle brackets escaped."""
+    text = " ".join(text.split())
+    return (text.replace("\\", "\\\\").replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
+            .replace("`", "\\`"))

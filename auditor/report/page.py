@@ -1,0 +1,60 @@
+"""The HTML report of one or more runs: a pure function from runs to one self-contained page."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from auditor.report import templating
+from auditor.report.charts import horizontal_bars
+from auditor.report.matrix import build_matrix, run_name
+from auditor.report.statuses import legend
+from auditor.report.summary import Counts, column_summaries, environment_counts, failure_groups
+from auditor.results import Run, RunInfo
+
+FAILURES_SHOWN = 30
+
+
+@dataclass(frozen=True)
+class RunView:
+    """One input run as the environments table shows it."""
+
+    name: str
+    info: RunInfo
+    results: int
+
+
+def run_view(run: Run) -> RunView:
+    return RunView(name=run_name(run), info=run.info, results=len(run.results))
+
+
+def render_report(runs: Sequence[Run], title: str = "Model sweep report") -> str:
+    matrix = build_matrix(runs)
+    cells = matrix.cells()
+    present = legend(c.status for _, _, c in cells)
+    all_failures = failure_groups(matrix, limit=None)
+    columns = matrix.columns
+    context = dict(
+        title=title,
+        runs=[run_view(r) for r in runs],
+        matrix=matrix,
+        several=len(matrix.groups) > 1,
+        total_cells=len(cells),
+        legend=present,
+        styles={s.name: s for s in present},
+        legend_index={s.name: i for i, s in enumerate(present)},
+        status_totals=dict(Counts.of(c.status for _, _, c in cells).items),
+        summaries=column_summaries(matrix),
+        env_chart=horizontal_bars(environment_counts(matrix), "Status counts per environment"),
+        failures=all_failures[:FAILURES_SHOWN],
+        more_failures=max(0, len(all_failures) - FAILURES_SHOWN),
+        column_index={c.key: i for i, c in enumerate(columns)},
+        group_of={c.key: gi for gi, g in enumerate(matrix.groups) for c in g.columns},
+        data={
+            "messages": list(matrix.messages),
+            "columns": [{"environment": c.environment, "column": c.column} for c in columns],
+            "order": [s.name for s in present],
+            "ok": [s.name for s in present if s.ok],
+        },
+    )
+    return templating.render("report.html.j2", **context)

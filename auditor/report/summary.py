@@ -1,0 +1,93 @@
+"""Counting a matrix: status counts per column and per environment, and the common failures."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from auditor.report.matrix import Matrix, column_order
+from auditor.report.statuses import is_ok, rank
+
+
+@dataclass(frozen=True)
+class Counts:
+    """Status counts of some cells, in legend order."""
+
+    items: tuple[tuple[str, int], ...]
+
+    @classmethod
+    def of(cls, statuses: Iterable[str]) -> Counts:
+        counter = Counter(statuses)
+        return cls(tuple(sorted(counter.items(), key=lambda kv: rank(kv[0]))))
+
+    @property
+    def total(self) -> int:
+        return sum(n for _, n in self.items)
+
+    @property
+    def failures(self) -> int:
+        return sum(n for s, n in self.items if not is_ok(s))
+
+    def share(self, count: int) -> float:
+        return 100.0 * count / self.total if self.total else 0.0
+
+    def text(self) -> str:
+        """`498 build · 4 refused · 55 error`."""
+        return " · ".join(f"{n} {s}" for s, n in self.items) or "no results"
+
+
+@dataclass(frozen=True)
+class ColumnSummary:
+    environment: str
+    column: str
+    counts: Counts
+
+
+@dataclass(frozen=True)
+class FailureGroup:
+    """Failing cells that share an error signature."""
+
+    signature: str
+    count: int
+    statuses: tuple[str, ...]
+    columns: tuple[str, ...]
+    environments: tuple[str, ...]
+    model_types: tuple[str, ...]
+
+
+def column_summaries(matrix: Matrix) -> tuple[ColumnSummary, ...]:
+    cells = matrix.cells()
+    return tuple(
+        ColumnSummary(col.environment, col.column, Counts.of(c.status for _, k, c in cells if k == col))
+        for col in matrix.columns
+    )
+
+
+def environment_counts(matrix: Matrix) -> tuple[tuple[str, Counts], ...]:
+    cells = matrix.cells()
+    return tuple((env, Counts.of(c.status for _, k, c in cells if k.environment == env))
+                 for env in matrix.environments)
+
+
+def failure_groups(matrix: Matrix, limit: int | None = 30) -> tuple[FailureGroup, ...]:
+    """The most common signatures of failing cells, most frequent first."""
+    by_signature: dict[str, list] = {}
+    for model_type, col, cell in matrix.cells():
+        if is_ok(cell.status):
+            continue
+        signature = cell.signature or matrix.messages[cell.message] or f"({cell.status})"
+        by_signature.setdefault(signature, []).append((model_type, col, cell))
+    groups = [
+        FailureGroup(
+            signature=signature,
+            count=len(hits),
+            statuses=tuple(sorted({c.status for _, _, c in hits}, key=rank)),
+            columns=tuple(sorted({k.column for _, k, _ in hits}, key=column_order)),
+            environments=tuple(e for e in matrix.environments if any(k.environment == e for _, k, _ in hits)),
+            model_types=tuple(sorted({m for m, _, _ in hits})),
+        )
+        for signature, hits in by_signature.items()
+    ]
+    groups.sort(key=lambda g: (-g.count, g.signature))
+    return tuple(groups[:limit] if limit is not None else groups)

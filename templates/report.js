@@ -1,0 +1,122 @@
+(function () {
+  "use strict";
+  var data = JSON.parse(document.getElementById("report-data").textContent);
+  var table = document.getElementById("matrix");
+  var tbody = table.tBodies[0];
+  var rows = Array.prototype.slice.call(tbody.rows);
+  var filter = document.getElementById("filter");
+  var disagree = document.getElementById("disagree");
+  var shown = document.getElementById("shown");
+  var dynamic = document.createElement("style");
+  document.head.appendChild(dynamic);
+  var rank = {};
+  data.order.forEach(function (s, i) { rank[s] = i; });
+
+  function checked(selector) {
+    return Array.prototype.slice.call(document.querySelectorAll(selector))
+      .filter(function (box) { return box.checked; })
+      .map(function (box) { return box.value; });
+  }
+
+  function apply() {
+    var text = filter.value.trim().toLowerCase();
+    var statuses = checked(".status-filter");
+    var allStatuses = statuses.length === data.order.length;
+    var wanted = {};
+    statuses.forEach(function (s) { wanted[s] = true; });
+    var columns = checked(".column-filter").map(Number);
+    var visible = {};
+    columns.forEach(function (c) { visible[c] = true; });
+    var onlyDisagree = disagree.checked;
+    var count = 0;
+    rows.forEach(function (row) {
+      var show = !text || row.dataset.model.toLowerCase().indexOf(text) !== -1;
+      if (show && (onlyDisagree || !allStatuses)) {
+        var statusHit = allStatuses, disagreeHit = !onlyDisagree;
+        for (var i = 1; i < row.cells.length; i++) {
+          var cell = row.cells[i];
+          if (!visible[i - 1] || !cell.dataset.s) continue;
+          if (wanted[cell.dataset.s]) statusHit = true;
+          if (cell.classList.contains("dis")) disagreeHit = true;
+        }
+        show = statusHit && disagreeHit;
+      }
+      row.hidden = !show;
+      if (show) count++;
+    });
+    var css = [];
+    data.columns.forEach(function (_, i) { if (!visible[i]) css.push("#matrix .c" + i + "{display:none}"); });
+    dynamic.textContent = css.join("\n");
+    document.querySelectorAll("#matrix th.group").forEach(function (th) {
+      var left = 0;
+      document.querySelectorAll('#matrix tr.cols th[data-group="' + th.dataset.group + '"]').forEach(function (h) {
+        if (visible[Number(h.dataset.col)]) left++;
+      });
+      th.hidden = left === 0;
+      th.colSpan = Math.max(left, 1);
+    });
+    shown.textContent = "showing " + count + " of " + rows.length + " model types";
+  }
+
+  var sortState = { key: null, descending: false };
+  function sortBy(key) {
+    sortState.descending = sortState.key === key ? !sortState.descending : false;
+    sortState.key = key;
+    var sign = sortState.descending ? -1 : 1;
+    function value(row) {
+      if (key === "model") return [0, row.dataset.model];
+      var cell = row.cells[Number(key) + 1];
+      var s = cell && cell.dataset.s;
+      return [s === undefined ? 1e9 : (s in rank ? rank[s] : 1e8), row.dataset.model];
+    }
+    rows.sort(function (a, b) {
+      var va = value(a), vb = value(b);
+      if (va[0] !== vb[0]) return sign * (va[0] - vb[0]);
+      return va[1] < vb[1] ? -sign : va[1] > vb[1] ? sign : 0;
+    });
+    rows.forEach(function (row) { tbody.appendChild(row); });
+    table.querySelectorAll("thead th").forEach(function (th) { th.removeAttribute("aria-sort"); });
+    var header = key === "model" ? table.querySelector("th.mt") : table.querySelector('tr.cols th[data-col="' + key + '"]');
+    header.setAttribute("aria-sort", sortState.descending ? "descending" : "ascending");
+  }
+
+  var details = document.getElementById("details");
+  function show(cell) {
+    var row = cell.parentNode;
+    var index = Array.prototype.indexOf.call(row.cells, cell) - 1;
+    var column = data.columns[index];
+    document.getElementById("d-title").textContent = row.dataset.model;
+    document.getElementById("d-env").textContent = column.environment;
+    document.getElementById("d-col").textContent = column.column;
+    document.getElementById("d-status").textContent = cell.dataset.s;
+    document.getElementById("d-seconds").textContent = cell.dataset.t;
+    document.getElementById("d-sig").textContent = cell.title;
+    document.getElementById("d-message").textContent = data.messages[Number(cell.dataset.m)];
+    details.hidden = false;
+    table.querySelectorAll("td.selected").forEach(function (td) { td.classList.remove("selected"); });
+    cell.classList.add("selected");
+  }
+
+  table.addEventListener("click", function (event) {
+    var target = event.target;
+    if (target.tagName === "TD" && target.dataset.s) { show(target); return; }
+    if (target.tagName === "TH" && target.dataset.col !== undefined) { sortBy(target.dataset.col); return; }
+    if (target.tagName === "TH" && target.dataset.sort === "model") { sortBy("model"); }
+  });
+  document.getElementById("details-close").addEventListener("click", function () { details.hidden = true; });
+  document.addEventListener("keydown", function (event) { if (event.key === "Escape") details.hidden = true; });
+  filter.addEventListener("input", apply);
+  disagree.addEventListener("change", apply);
+  document.querySelectorAll(".status-filter, .column-filter").forEach(function (box) {
+    box.addEventListener("change", apply);
+  });
+  document.getElementById("only-failing").addEventListener("click", function () {
+    document.querySelectorAll(".status-filter").forEach(function (box) { box.checked = data.ok.indexOf(box.value) === -1; });
+    apply();
+  });
+  document.getElementById("all-statuses").addEventListener("click", function () {
+    document.querySelectorAll(".status-filter").forEach(function (box) { box.checked = true; });
+    apply();
+  });
+  apply();
+})();

@@ -1,0 +1,158 @@
+"""The HTML report in a real headless Chromium, opened from file:// with no network."""
+
+from __future__ import annotations
+
+import csv
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from auditor.cli import main
+from tests.report.helpers import FIXTURES
+
+TWO = [FIXTURES / "py311.jsonl", FIXTURES / "py312.jsonl"]
+
+
+def make_report(tmp_path: Path, inputs: list[Path]) -> Path:
+    out = tmp_path / "report"
+    assert main(["report", *map(str, inputs), "-o", str(out)]) == 0
+    return out
+
+
+def visible_models(page) -> list[str]:
+    return page.eval_on_selector_all("#matrix tbody tr:not([hidden])", "rows => rows.map(r => r.dataset.model)")
+
+
+def read_csv(path: Path) -> list[dict[str, str]]:
+    with path.open(newline="", encoding="utf-8") as f:
+        return list(csv.DictReader(f))
+
+
+@pytest.mark.parametrize("inputs", [[FIXTURES / "small.jsonl"], TWO], ids=["one-environment", "two-environments"])
+def test_every_model_type_has_a_row_and_summary_matches_csv(page, tmp_path, inputs):
+    out = make_report(tmp_path, inputs)
+    page.goto((out / "report.html").as_uri())
+    long = read_csv(out / "results.csv")
+    assert visible_models(page) == sorted({row["model_type"] for row in long})
+    assert page.inner_text("#shown") == f"showing {len(visible_models(page))} of {len(visible_models(page))} model types"
+
+    expected = Counter((r["environment"], r["column"], r["status"]) for r in long)
+    shown = page.eval_on_selector_all(
+        "#summary tbody tr",
+        """rows => rows.flatMap(r => Array.from(r.querySelectorAll('.chip[data-status]')).map(
+               c => [r.dataset.env, r.dataset.column, c.dataset.status, Number(c.dataset.count)]))""")
+    assert {(e, c, s): n for e, c, s, n in shown} == dict(expected)
+    page.screenshot(path=str(tmp_path / "report.png"), full_page=True)
+    assert (tmp_path / "report.png").stat().st_size > 10_000
+
+
+def test_text_filter_hides_rows(page, tmp_path):
+    page.goto((make_report(tmp_path, TWO) / "report.html").as_uri())
+    page.fill("#filter", "LL")
+    assert visible_models(page) == ["llama", "llava"]
+    assert page.inner_text("#shown") == "showing 2 of 9 model types"
+    page.fill("#filter", "")
+    assert len(visible_models(page)) == 9
+
+
+def test_disagree_toggle_shows_only_rows_where_environments_differ(page, tmp_path):
+    out = make_report(tmp_path, TWO)
+    page.goto((out / "report.html").as_uri())
+    # Worked out from matrix.csv: a column whose non-empty statuses differ between the environments.
+    disagreeing = set()
+    for row in read_csv(out / "matrix.csv"):
+        by_column: dict[str, set[str]] = {}
+        for key, status in row.items():
+            if key != "model_type" and status:
+                by_column.setdefault(key.split(" | ", 1)[1], set()).add(status)
+        if any(len(s) > 1 for s in by_column.values()):
+            disagreeing.add(row["model_type"])
+    assert disagreeing == {"detr", "llama", "llava", "whisper"}
+    page.check("#disagree")
+    assert set(visible_models(page)) == disagreeing
+    assert page.locator("#matrix tbody tr:not([hidden]) td.dis").count() > 0
+    page.uncheck("#disagree")
+    assert len(visible_models(page)) == 9
+    page.screenshot(path=str(tmp_path / "two-environments.png"), full_page=True)
+
+
+def test_disagree_toggle_is_disabled_for_one_environment(page, tmp_path):
+    page.goto((make_report(tmp_path, [FIXTURES / "small.jsonl"]) / "report.html").as_uri())
+    assert page.is_disabled("#disagree")
+
+
+def test_status_and_column_filters(page, tmp_path):
+    page.goto((make_report(tmp_path, TWO) / "report.html").as_uri())
+    page.click("#only-failing")
+    assert "bert" not in visible_models(page) and "zamba" not in visible_models(page)
+    assert "t5" in visible_models(page)
+    page.click("#all-statuses")
+    page.uncheck(".status-filter[value='build']")
+    page.uncheck(".status-filter[value='decorate-error']")
+    assert "t5" not in visible_models(page)  # its only failures are decorate-errors
+    page.click("#all-statuses")
+
+    page.click(".columns-filter summary")
+    page.uncheck(".column-filter[value='0']")
+    assert page.locator("#matrix tbody td.c0:visible").count() == 0
+    assert page.locator("#matrix tbody td.c1:visible").count() > 0
+
+
+def test_sorting_by_a_column_puts_its_statuses_in_legend_order(page, tmp_path):
+    page.goto((make_report(tmp_path, TWO) / "report.html").as_uri())
+    page.click("#matrix tr.cols th[data-col='0']")
+    statuses = page.eval_on_selector_all("#matrix tbody tr", "rows => rows.map(r => r.cells[1].dataset.s || '')")
+    assert statuses[0] == "build" and statuses[-1] == ""  # zamba has no cell in the first environment
+    page.click("#matrix tr.cols th[data-col='0']")
+    assert page.get_attribute("#matrix tr.cols th[data-col='0']", "aria-sort") == "descending"
+    page.click("#matrix thead th.mt")
+    assert visible_models(page) == sorted(visible_models(page))
+
+
+def test_clicking_a_cell_shows_the_full_message(page, tmp_path):
+    page.goto((make_report(tmp_path, TWO) / "report.html").as_uri())
+    cell = page.locator("#matrix tr[data-model='autoformer'] td").first
+    assert cell.get_attribute("title") == "ValueError: The `prediction_length` config needs to be specified."
+    cell.click()
+    assert page.is_visible("#details")
+    assert page.inner_text("#d-title") == "autoformer"
+    assert page.inner_text("#d-col") == "build"
+    assert "prediction_length" in page.inner_text("#d-message")
+    page.keyboard.press("Escape")
+    assert not page.is_visible("#details")
+
+
+def test_script_in_an_error_message_renders_as_text(page, tmp_path):
+    page.goto((make_report(tmp_path, [FIXTURES / "xss.jsonl"]) / "report.html").as_uri())
+    assert page.evaluate("document.scripts.length") == 2
+    assert page.locator("img").count() == 0
+    assert "<script>alert(1)</script>" in page.inner_text("#failures")
+    assert "</script><script>alert(3)</script>" in page.inner_text("#failures")
+    assert "label <i>x</i> & co" in page.inner_text("#environments")
+    page.locator("#matrix tr[data-model='evil'] td").first.click()
+    message = page.inner_text("#d-message")
+    assert "<script>alert(1)</script> and <img src=x onerror=alert(2)>" in message and "second line" in message
+    page.locator("#matrix tr[data-model='evil'] td").nth(1).click()
+    assert page.inner_text("#d-message") == "</script><script>alert(3)</script>"
+    # the page fixture fails the test had any alert() opened a dialog
+
+
+def test_history_and_diff_pages_render(page, tmp_path):
+    reports = tmp_path / "reports"
+    for name, source in (("2026-11-28", "py311.jsonl"), ("2026-11-29", "py312.jsonl")):
+        (reports / name).mkdir(parents=True)
+        (reports / name / "results.jsonl").write_bytes((FIXTURES / source).read_bytes())
+    assert main(["report", "--history", str(reports)]) == 0
+    page.goto((reports / "index.html").as_uri())
+    assert page.eval_on_selector_all("tr[data-run]", "rows => rows.map(r => r.dataset.run)") == [
+        "2026-11-29", "2026-11-28"]
+    assert page.locator("svg.chart rect").count() > 0
+    page.screenshot(path=str(tmp_path / "history.png"), full_page=True)
+    page.click("a.diff-link")
+    assert page.url.endswith("2026-11-29/diff.html")
+    assert "Regressions (" in page.inner_text("body")
+    page.screenshot(path=str(tmp_path / "diff.png"), full_page=True)
+    page.go_back()
+    page.click("a.report-link >> nth=0")
+    assert page.locator("#matrix tbody tr").count() == 9

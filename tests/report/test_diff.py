@@ -1,0 +1,202 @@
+"""`auditor diff`: the pure comparison, its renderers, and the command's files and exit codes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from auditor.cli import main
+from auditor.report.diff import AllowList, AllowListError, diff_runs, parse_allow_list
+from auditor.report.diff_render import render_diff_html, render_diff_markdown, render_diff_text
+from auditor.results import read_run
+from tests.report.helpers import result, run_info, write_run
+
+REPO = Path(__file__).resolve().parents[2]
+OLD_SIG = "TypeError: unsupported operand type(s) for **: 'NoneType' and 'float'"
+NEW_SIG = "KeyError: 'full_attention'"
+
+
+@pytest.fixture
+def runs(tmp_path):
+    """BASE and NEW: one regression (gpt2), one fix (t5), one changed failure (whisper),
+    one model type added (zamba), one removed (bloom), and a column only in NEW."""
+    base = write_run(tmp_path / "base", [
+        result("bert", "build"),
+        result("gpt2", "build"),
+        result("t5", "error", signature=OLD_SIG),
+        result("whisper", "error", signature=OLD_SIG),
+        result("bloom", "build"),
+        result("bert", "build", check="decorate", policy="legacy"),
+    ], started="2026-11-29T02:00:00+00:00")
+    new = write_run(tmp_path / "new", [
+        result("bert", "build"),
+        result("gpt2", "error", signature=NEW_SIG, message=f"{NEW_SIG}\nwith <script>alert(1)</script>"),
+        result("t5", "build"),
+        result("whisper", "error", signature=NEW_SIG),
+        result("zamba", "build"),
+        result("bert", "build", check="decorate", policy="legacy"),
+        result("bert", "build", check="pickle"),
+    ], started="2026-11-30T02:00:00+00:00", transformers="5.25.0")
+    return base, new
+
+
+def test_diff_finds_each_kind_of_change(runs):
+    base, new = runs
+    diff = diff_runs(read_run(base), read_run(new))
+    assert [(c.model_type, c.column, c.before, c.after) for c in diff.regressions] == [("gpt2", "build", "build", "error")]
+    assert [(c.model_type, c.before, c.after) for c in diff.fixes] == [("t5", "error", "build")]
+    assert [(c.model_type, c.before_signature, c.after_signature) for c in diff.changed] == [
+        ("whisper", OLD_SIG, NEW_SIG)]
+    assert diff.added_types == ("zamba",)
+    assert diff.removed_types == ("bloom",)
+    assert diff.added_columns == ("pickle",)
+    assert diff.removed_columns == ()
+    assert diff.unchanged == 2  # bert build and bert decorate/legacy
+    assert diff.blocking == diff.regressions
+    assert diff.new.environment == "py3.11 tf5.25.0 torch2.13.0+cpu"
+
+
+def test_identical_runs_have_no_changes(runs):
+    base, _ = runs
+    diff = diff_runs(read_run(base), read_run(base))
+    assert not (diff.regressions or diff.fixes or diff.changed or diff.added_types or diff.removed_types)
+    assert diff.unchanged == 6
+
+
+def test_a_cell_missing_on_one_side_is_listed_not_compared(tmp_path):
+    base = read_run(write_run(tmp_path / "a", [result("bert", "build"), result("gpt2", "build", check="pickle"),
+                                               result("bert", "build", check="pickle")]))
+    new = read_run(write_run(tmp_path / "b", [result("bert", "build"), result("gpt2", "build", check="pickle")]))
+    diff = diff_runs(base, new)
+    assert [c.key for c in diff.removed_cells] == ["bert/pickle"]
+    assert diff.regressions == ()
+
+
+@pytest.mark.parametrize(("entry", "allowed"), [
+    ("gpt2", True),
+    ("gpt2/build", True),
+    ("gpt2/decorate", False),
+    ("gpt2/bui", False),  # a prefix covers whole segments only
+    ("gpt", False),
+    ("bert", False),
+])
+def test_allow_list_entries(entry, allowed):
+    assert AllowList((entry,)).allows("gpt2", "build") is allowed
+
+
+def test_allow_list_prefix_covers_policies():
+    allow = parse_allow_list("llava/decorate  # known, see issue 7\n")
+    assert allow.allows("llava", "decorate/legacy")
+    assert allow.allows("llava", "decorate/fixed")
+    assert not allow.allows("llava", "build")
+    assert not AllowList(("llava/decorate/fixed",)).allows("llava", "decorate/fixed-no-config-skip")
+
+
+def test_allow_list_parsing_skips_comments_and_blank_lines():
+    text = "# known regressions\n\ngpt2\n  t5/decorate/legacy   # flaky\n"
+    assert parse_allow_list(text).entries == ("gpt2", "t5/decorate/legacy")
+
+
+@pytest.mark.parametrize("line", ["gpt2 build", "/build", "gpt2/"])
+def test_allow_list_rejects_malformed_lines(line):
+    with pytest.raises(AllowListError, match="allow.txt:2"):
+        parse_allow_list(f"bert\n{line}\n", "allow.txt")
+
+
+def test_renderers_show_every_section(runs):
+    base, new = runs
+    diff = diff_runs(read_run(base), read_run(new), AllowList(("gpt2", "nosuchmodel")))
+    text = render_diff_text(diff)
+    assert "1 regression (1 allowed), 1 fix, 1 changed failure" in text
+    assert "gpt2" in text and "build -> error  [allowed]" in text
+    assert "Model types added (1): zamba" in text and "Model types removed (1): bloom" in text
+    assert "Columns only in new (1): pickle" in text
+    assert "matched nothing (1): nosuchmodel" in text
+    markdown = render_diff_markdown(diff)
+    assert "## Regressions (1)" in markdown and "| gpt2 | build | build | error (allowed) |" in markdown
+    assert "## Fixes (1)" in markdown and "## Changed failures (1)" in markdown
+    html = render_diff_html(diff)
+    assert "<script>alert" not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+
+
+def _diff(*args: str) -> int:
+    return main(["diff", *args])
+
+
+def test_cli_exit_1_on_regression_and_writes_files_next_to_new(runs, capsys):
+    base, new = runs
+    assert _diff(str(base), str(new)) == 1
+    out = capsys.readouterr().out
+    assert "Regressions (1):" in out and "Fixes (1):" in out
+    assert (new / "diff.md").is_file() and (new / "diff.html").is_file()
+    assert "gpt2" in (new / "diff.md").read_text()
+
+
+def test_cli_exit_0_when_the_allow_list_covers_the_regression(runs, tmp_path):
+    base, new = runs
+    allow = tmp_path / "allow.txt"
+    allow.write_text("# accepted while transformers 5.25 settles\ngpt2/build\n")
+    out = tmp_path / "out"
+    assert _diff(str(base / "results.jsonl"), str(new / "results.jsonl"), "--allow", str(allow), "-o", str(out)) == 0
+    assert (out / "diff.html").is_file()
+    allow.write_text("gpt2/decorate\n")
+    assert _diff(str(base), str(new), "--allow", str(allow), "-o", str(out)) == 1
+
+
+def test_cli_exit_0_without_regressions(runs):
+    base, _ = runs
+    assert _diff(str(base), str(base)) == 0
+
+
+def _bad_inputs(tmp_path: Path) -> dict[str, Path]:
+    malformed = tmp_path / "malformed.jsonl"
+    header = json.dumps(run_info().to_json())
+    malformed.write_text(f'{header}\n{{not json\n{{"kind": "result"}}\n')
+    future = tmp_path / "future.jsonl"
+    future.write_text(json.dumps({"kind": "header", "format_version": 99, "run": {}}) + "\n")
+    return {"missing": tmp_path / "nope", "malformed": malformed, "future": future}
+
+
+@pytest.mark.parametrize(("which", "message"), [
+    ("missing", "cannot read"),
+    ("malformed", "not JSON"),
+    ("future", "format version 99"),
+])
+def test_cli_exit_2_on_bad_input(runs, tmp_path, capsys, which, message):
+    base, _ = runs
+    bad = _bad_inputs(tmp_path)[which]
+    assert _diff(str(base), str(bad)) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("auditor: error: ") and message in err
+
+
+def test_cli_exit_2_on_header_without_run_fields(runs, tmp_path, capsys):
+    base, _ = runs
+    bad = tmp_path / "bad-header.jsonl"
+    bad.write_text('{"kind": "header", "format_version": 1, "run": {}}\n')
+    assert _diff(str(base), str(bad)) == 2
+
+
+def test_cli_exit_2_on_bad_allow_list(runs, tmp_path, capsys):
+    base, new = runs
+    assert _diff(str(base), str(new), "--allow", str(tmp_path / "absent.txt")) == 2
+    assert "cannot read allow list" in capsys.readouterr().err
+    bad = tmp_path / "allow.txt"
+    bad.write_text("gpt2 build\n")
+    assert _diff(str(base), str(new), "--allow", str(bad)) == 2
+    assert "allow.txt:1" in capsys.readouterr().err
+
+
+def test_python_dash_m_auditor_diff(runs):
+    base, new = runs
+    proc = subprocess.run([sys.executable, "-m", "auditor", "diff", str(base), str(new)],
+                          capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert proc.returncode == 1, proc.stderr
+    assert "Regressions (1):" in proc.stdout
+    proc = subprocess.run([sys.executable, "-m", "auditor", "diff", str(base), str(new / "missing.jsonl")],
+                          capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert proc.returncode == 2 and "auditor: error: cannot read" in proc.stderr
