@@ -14,7 +14,7 @@ import signal
 import time
 from collections import deque
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from multiprocessing.connection import wait
 
 from auditor.cases import ModelCase
@@ -169,11 +169,11 @@ class WorkerPool:
         for worker in list(self._workers):
             if worker.case is not None and now - worker.started > self.settings.timeout:
                 message = f"Timeout: no result after {self.settings.timeout:g} s"
-                yield from self._replace(worker, self._row(worker, Status.TIMEOUT, message))
+                yield from self._replace(worker, self._rows(worker, Status.TIMEOUT, message))
             elif worker.case is not None and self._over_memory(worker):
                 limit = _format_bytes(self.settings.max_memory or 0)
                 message = f"OutOfMemory: worker went over --max-memory {limit}"
-                yield from self._replace(worker, self._row(worker, Status.OOM, message))
+                yield from self._replace(worker, self._rows(worker, Status.OOM, message))
             elif not worker.ready and now - worker.spawned > START_TIMEOUT:
                 raise PoolError(f"worker {worker.name} did not start within {START_TIMEOUT:g} s")
 
@@ -181,15 +181,15 @@ class WorkerPool:
         limit = self.settings.max_memory
         return bool(limit) and _resident_bytes(worker.process.pid) > limit
 
-    def _replace(self, worker: _Worker, final: Result | None) -> Iterator[list[Result]]:
+    def _replace(self, worker: _Worker, final: list[Result] | None) -> Iterator[list[Result]]:
         """Kill `worker`, yield what it had for its model type plus `final`, start a new one."""
         _kill(worker)
         index = self._workers.index(worker)
         if final is not None:
-            yield [*worker.results, final]
+            yield [*worker.results, *final]
         self._workers[index] = self._spawn()
 
-    def _death_row(self, worker: _Worker) -> Result:
+    def _death_row(self, worker: _Worker) -> list[Result] | None:
         code = worker.process.exitcode
         if code is not None and code < 0:
             how = f"killed by signal {signal.Signals(-code).name}"
@@ -200,20 +200,27 @@ class WorkerPool:
             self._failed_starts += 0 if worker.ready else 1
             if self._failed_starts >= MAX_FAILED_STARTS:
                 raise PoolError(f"workers keep dying before they are ready ({how})")
-            return None  # type: ignore[return-value]
-        return self._row(worker, Status.CRASH, f"Crash: worker process {how}")
+            return None
+        return self._rows(worker, Status.CRASH, f"Crash: worker process {how}")
 
-    def _row(self, worker: _Worker, status: Status, message: str) -> Result:
+    def _rows(self, worker: _Worker, status: Status, message: str) -> list[Result]:
+        """The rows a model type gets when its worker died: the check that was running and
+        every check after it report the death, in the cells they would have filled."""
+        from auditor import checks
+
         assert worker.case is not None
-        return Result(
-            worker.case.model_type,
-            worker.check or self.options.checks[0],
-            status,
-            message=message,
-            signature=signature_of(message),
-            seconds=time.monotonic() - worker.started,
-            worker=worker.name,
-        )
+        failure = checks.Failure(status, message, signature_of(message))
+        have = {(r.check, r.component, r.policy) for r in worker.results}
+        names = self.options.checks
+        first = names.index(worker.check) if worker.check in names else 0
+        seconds = time.monotonic() - worker.started
+        rows = []
+        for name in names[first:]:
+            for row in checks.get(name).failed_rows(worker.case, self.options, failure):
+                if (row.check, row.component, row.policy) not in have:
+                    rows.append(replace(row, seconds=seconds, worker=worker.name))
+                    seconds = 0.0
+        return rows
 
 
 def _kill(worker: _Worker) -> None:

@@ -155,7 +155,10 @@ def read_run(path: str | os.PathLike[str]) -> Run:
             f"{p} has results format version {version!r}; this auditor reads version "
             f"{FORMAT_VERSION}. Re-run the sweep with this version, or use the auditor that wrote it."
         )
-    info = RunInfo.from_json(header["run"])
+    try:
+        info = RunInfo.from_json(header["run"])
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise ResultsFileError(f"{p}: the header does not describe a run ({exc})") from exc
     results = []
     for number, line in enumerate(lines[1:], start=2):
         if not line.strip():

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from auditor.checks.interface import CaseContext, Check, Options
+from auditor.checks.interface import CaseContext, Check, Failure, Options
 
 _REGISTRY: dict[str, type[Check]] = {}
 
@@ -26,7 +26,7 @@ def get(name: str) -> Check:
 
 
 def _load_builtin() -> None:
-    from auditor.checks import build  # noqa: F401  (registers itself)
+    from auditor.checks import build, decorate  # noqa: F401  (they register themselves)
 
 
-__all__ = ["CaseContext", "Check", "Options", "available", "get", "register"]
+__all__ = ["CaseContext", "Check", "Failure", "Options", "available", "get", "register"]

@@ -8,7 +8,6 @@ from collections.abc import Iterator
 from auditor.cases import ModelCase
 from auditor.checks import register
 from auditor.checks.interface import CaseContext, Check
-from auditor.errors import describe
 from auditor.results import Result, Status
 
 
@@ -20,16 +19,10 @@ class BuildCheck(Check):
         from auditor.meta import model_facts
 
         start = time.perf_counter()
-        try:
-            context.config()
-        except Exception as exc:
-            status, message, signature = describe(exc)
-            if status is Status.ERROR:
-                status = Status.CONFIG_ERROR
-            yield Result(case.model_type, self.name, status, message=message, signature=signature,
-                         seconds=time.perf_counter() - start)
+        failure = context.plain_failure()
+        if failure is not None:
+            yield from self.failed_rows(case, context.options, failure)
             return
-        model = context.model()  # a failure here is mapped to a status by the worker
-        facts = model_facts(model)
+        facts = model_facts(context.model())
         yield Result(case.model_type, self.name, Status.BUILD, message=facts["model_class"],
                      seconds=time.perf_counter() - start, extras=facts)

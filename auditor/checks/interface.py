@@ -11,7 +11,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from auditor.cases import ModelCase
-from auditor.results import Result
+from auditor.errors import describe
+from auditor.results import Result, Status
 
 
 @dataclass(frozen=True)
@@ -20,6 +21,17 @@ class Options:
 
     policies: tuple[str, ...] = ("legacy", "fixed", "fixed-no-config-skip")
     checks: tuple[str, ...] = ("build",)
+    # Own-decorator policies share one recorded build (recording.py); False builds per policy.
+    shared_policy_build: bool = True
+
+
+@dataclass(frozen=True)
+class Failure:
+    """Why the plain model could not be built: what every later check reports for it."""
+
+    status: Status
+    message: str
+    signature: str
 
 
 class Check(abc.ABC):
@@ -30,6 +42,15 @@ class Check(abc.ABC):
     @abc.abstractmethod
     def run(self, case: ModelCase, context: CaseContext) -> Iterator[Result]:
         """Yield the results of this check for one model type."""
+
+    def failed_rows(self, case: ModelCase, options: Options, failure: Failure) -> list[Result]:
+        """The rows of this check for a model type that could not be built at all.
+
+        Also what the pool writes when a worker dies (crash, timeout, oom) before the check
+        finished, so the matrix has the same cells whatever happened.
+        """
+        return [Result(case.model_type, self.name, failure.status, message=failure.message,
+                       signature=failure.signature)]
 
 
 class CaseContext:
@@ -44,13 +65,33 @@ class CaseContext:
         self._config: object = None
         self._model: object = None
         self._failure: BaseException | None = None
+        self._config_failure: BaseException | None = None
 
     def config(self):
         from auditor.meta import make_config
 
+        if self._config_failure is not None:
+            raise self._config_failure
         if self._config is None:
-            self._config = make_config(self.case.model_type)
+            try:
+                self._config = make_config(self.case.model_type)
+            except BaseException as exc:
+                self._config_failure = exc
+                raise
         return self._config
+
+    def plain_failure(self) -> Failure | None:
+        """None when the default config and the plain meta build both work."""
+        try:
+            self.config()
+        except Exception as exc:
+            status, message, signature = describe(exc)
+            return Failure(Status.CONFIG_ERROR if status is Status.ERROR else status, message, signature)
+        try:
+            self.model()
+        except Exception as exc:
+            return Failure(*describe(exc))
+        return None
 
     def model(self):
         """The plain meta-built model, built once; re-raises the build's failure each time."""

@@ -15,6 +15,8 @@ from auditor.cli.progress import Progress
 from auditor.results import RESULTS_FILE, ResultsFileError, ResultsWriter, done_model_types, read_run
 
 DEFAULT_TIMEOUT = 300.0
+DEFAULT_CHECKS = "build,decorate"
+DEFAULT_POLICIES = "legacy,fixed,fixed-no-config-skip"
 
 
 def add_parser(subparsers) -> None:
@@ -29,9 +31,11 @@ def add_parser(subparsers) -> None:
                      help="import this module or .py file first (in every worker too), "
                           "so its AutoConfig/AutoModel registrations are audited")
     what = p.add_argument_group("checks")
-    what.add_argument("--checks", default="build", help="comma-separated checks (default: build)")
-    what.add_argument("--policies", default="legacy,fixed,fixed-no-config-skip",
-                      help="decorator policies for the decorator checks")
+    what.add_argument("--checks", default=DEFAULT_CHECKS,
+                      help=f"comma-separated checks (default: {DEFAULT_CHECKS})")
+    what.add_argument("--policies", default=DEFAULT_POLICIES,
+                      help="decorator policies: legacy, fixed, fixed-no-config-skip, vllm (the real "
+                           f"decorator, needs vLLM), external:MODULE:ATTR (default: {DEFAULT_POLICIES})")
     run = p.add_argument_group("execution")
     run.add_argument("--jobs", "-j", type=int, default=os.cpu_count() or 1,
                      help="worker processes (default: the number of cores)")
@@ -114,11 +118,10 @@ def _execute(todo, options, settings, path: Path, info, *, append: bool, args) -
 
 
 def _write_tables(outdir: Path) -> None:
-    from auditor.report.tables import long_frame, matrix_frame
+    """results.csv, matrix.csv and report.html from everything in results.jsonl."""
+    from auditor.report import write_report
 
-    run = read_run(outdir)
-    long_frame([run]).to_csv(outdir / "results.csv", index=False)
-    matrix_frame([run]).to_csv(outdir / "matrix.csv", index=False)
+    write_report([read_run(outdir)], outdir)
 
 
 def _validate(args: argparse.Namespace):
@@ -140,7 +143,7 @@ def _validate(args: argparse.Namespace):
     _check_writable(outdir)
     if (outdir / RESULTS_FILE).exists() and not (args.resume or args.overwrite):
         raise UsageError(f"{outdir / RESULTS_FILE} exists; pass --resume to continue it or --overwrite to replace it")
-    options = Options(policies=tuple(_split([args.policies])), checks=checks)
+    options = Options(policies=_validated_policies(args.policies), checks=checks)
     settings = PoolSettings(
         jobs=args.jobs,
         timeout=args.timeout,
@@ -149,6 +152,24 @@ def _validate(args: argparse.Namespace):
         max_tasks_per_worker=max(0, args.max_tasks_per_worker),
     )
     return options, settings, outdir
+
+
+def _validated_policies(text: str) -> tuple[str, ...]:
+    import importlib.util
+
+    from auditor.decorators import get_policy
+
+    policies = tuple(dict.fromkeys(_split([text])))
+    if not policies:
+        raise UsageError("--policies is empty")
+    for name in policies:
+        if name == "vllm" and importlib.util.find_spec("vllm") is None:
+            raise UsageError("policy 'vllm' needs vLLM installed: pip install 'model-sweep-auditor[vllm]'")
+        try:
+            get_policy(name)
+        except (ValueError, ImportError) as exc:
+            raise UsageError(f"policy {name!r}: {exc}") from None
+    return policies
 
 
 def _check_writable(outdir: Path) -> None:
@@ -190,5 +211,6 @@ def _selection_flags(args: argparse.Namespace) -> str:
     flags = [f"--models {shlex.quote(m)}" for m in args.models]
     flags += [f"--exclude {shlex.quote(m)}" for m in args.exclude]
     flags += [f"--plugin {shlex.quote(m)}" for m in args.plugin]
-    flags += [f"--checks {shlex.quote(args.checks)}"] if args.checks != "build" else []
+    flags += [f"--checks {shlex.quote(args.checks)}"] if args.checks != DEFAULT_CHECKS else []
+    flags += [f"--policies {shlex.quote(args.policies)}"] if args.policies != DEFAULT_POLICIES else []
     return " ".join(flags)

@@ -1,0 +1,48 @@
+"""The classes a serving engine decorates, chosen the way vLLM's Transformers backend does.
+
+The decoder is `type(model.get_decoder())`. Encoders are the distinct classes of
+`model.get_encoder(modality=m)` for image, video and audio, leaving out None, errors and
+the model's own class. Transformers versions whose `get_encoder` has no `modality`
+give the decoder only, and say so.
+"""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass
+
+MODALITIES = ("image", "video", "audio")
+
+# What vLLM's backend gives the decoder: a PreTrainedModel keeps its batch dimension.
+DECODER_DIMS = {"input_ids": 1, "inputs_embeds": 1, "position_ids": -1}
+
+
+@dataclass(frozen=True)
+class Component:
+    name: str  # "decoder", "encoder:image", "encoder:image+video"
+    cls: type
+    dynamic_arg_dims: dict | None  # None: inferred from forward's annotations
+
+
+@dataclass(frozen=True)
+class Components:
+    items: tuple[Component, ...]
+    note: str = ""  # why encoders are missing, when the transformers version cannot tell
+
+
+def find_components(model) -> Components:
+    items = [Component("decoder", type(model.get_decoder()), DECODER_DIMS)]
+    if "modality" not in inspect.signature(model.get_encoder).parameters:
+        return Components(tuple(items), note="this transformers' get_encoder has no modality: decoder only")
+    by_class: dict[type, list[str]] = {}
+    for modality in MODALITIES:
+        try:
+            encoder = model.get_encoder(modality=modality)
+        except Exception:
+            continue
+        if encoder is None or type(encoder) is type(model):
+            continue
+        by_class.setdefault(type(encoder), []).append(modality)
+    for cls, modalities in by_class.items():
+        items.append(Component("encoder:" + "+".join(modalities), cls, None))
+    return Components(tuple(items))
