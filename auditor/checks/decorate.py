@@ -10,7 +10,8 @@ recording.py); external decorators are opaque, so each gets a real build per com
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 
 from auditor.cases import ModelCase
 from auditor.checks import register
@@ -21,64 +22,92 @@ from auditor.errors import describe, message_of, signature_of
 from auditor.results import Result, Status
 
 
+@dataclass(frozen=True)
+class Verdict:
+    """What one decorator policy made of one component's build."""
+
+    component: str
+    cls_name: str
+    policy: str
+    status: Status
+    message: str
+    seconds: float
+    note: str = ""
+
+    def result(self, model_type: str, check: str) -> Result:
+        return Result(
+            model_type, check, self.status, component=self.component, policy=self.policy,
+            message=self.message or self.cls_name,
+            signature=signature_of(self.message) if self.message else "",
+            seconds=self.seconds,
+            extras={"class": self.cls_name, **({"note": self.note} if self.note else {})},
+        )
+
+
+def verdicts(config, model, policies: Sequence[str], shared_build: bool = True) -> Iterator[Verdict]:
+    """Build `config` on the meta device under each policy, for each component of `model`.
+
+    `model` is the plain meta build of `config`, used only to find the components.
+    """
+    from auditor.decorators import get_policy
+
+    components = find_components(model)
+    decorators = [get_policy(name) for name in policies]
+    record = None
+    if shared_build and any(_is_own(d) for d in decorators):
+        record = _record(config, components.items)
+    for decorator in decorators:
+        for component in components.items:
+            start = time.perf_counter()
+            status, message = _verdict(config, component, decorator, record)
+            yield Verdict(component.name, component.cls.__name__, decorator.name, status, message,
+                          time.perf_counter() - start, components.note)
+
+
 @register
 class DecorateCheck(Check):
     name = "decorate"
 
     def run(self, case: ModelCase, context: CaseContext) -> Iterator[Result]:
-        from auditor.decorators import get_policy
-
-        start = time.perf_counter()
         plain = context.plain_failure()
         if plain is not None:
             yield from self.failed_rows(case, context.options, plain)
             return
-        components = find_components(context.model())
-        decorators = [get_policy(name) for name in context.options.policies]
-        own = [d for d in decorators if _is_own(d)]
-        record = self._record(context, components.items) if own and context.options.shared_policy_build else None
-        extras = {"note": components.note} if components.note else {}
-        for decorator in decorators:
-            for component in components.items:
-                status, message = self._verdict(context, component, decorator, record)
-                yield Result(
-                    case.model_type, self.name, status, component=component.name, policy=decorator.name,
-                    message=message or component.cls.__name__,
-                    signature=signature_of(message) if message else "",
-                    seconds=time.perf_counter() - start,
-                    extras={"class": component.cls.__name__, **extras},
-                )
-                start = time.perf_counter()
+        options = context.options
+        for verdict in verdicts(context.config(), context.model(), options.policies, options.shared_policy_build):
+            yield verdict.result(case.model_type, self.name)
 
     def failed_rows(self, case: ModelCase, options: Options, failure: Failure) -> list[Result]:
         # Without a model there are no components to find: the decoder stands for them all.
         return [Result(case.model_type, self.name, failure.status, component="decoder", policy=policy,
                        message=failure.message, signature=failure.signature) for policy in options.policies]
 
-    def _record(self, context: CaseContext, items: tuple[Component, ...]) -> Recording:
-        from auditor.meta import build_on_meta
 
-        with recording([component.cls for component in items]) as record:
-            build_on_meta(context.config())
-        return record
+def _record(config, items: tuple[Component, ...]) -> Recording:
+    from auditor.meta import build_on_meta
 
-    def _verdict(self, context, component: Component, decorator, record: Recording | None) -> tuple[Status, str]:
-        from auditor.decorators import DecorateError, classify_failure, decorated
-        from auditor.meta import build_on_meta
+    with recording([component.cls for component in items]) as record:
+        build_on_meta(config)
+    return record
 
-        try:
-            with decorated(component.cls, decorator, component.dynamic_arg_dims):
-                if record is None or not _is_own(decorator):
-                    build_on_meta(context.config())
-                else:
-                    _replay(decorator.policy, record.calls.get(component.cls, []))
-        except DecorateError as exc:
-            return Status.DECORATE_ERROR, message_of(exc.original)
-        except Exception as exc:
-            outcome = classify_failure(exc, decorator)
-            status = Status(outcome) if outcome != "error" else describe(exc)[0]
-            return status, message_of(exc)
-        return Status.BUILD, ""
+
+def _verdict(config, component: Component, decorator, record: Recording | None) -> tuple[Status, str]:
+    from auditor.decorators import DecorateError, classify_failure, decorated
+    from auditor.meta import build_on_meta
+
+    try:
+        with decorated(component.cls, decorator, component.dynamic_arg_dims):
+            if record is None or not _is_own(decorator):
+                build_on_meta(config)
+            else:
+                _replay(decorator.policy, record.calls.get(component.cls, []))
+    except DecorateError as exc:
+        return Status.DECORATE_ERROR, message_of(exc.original)
+    except Exception as exc:
+        outcome = classify_failure(exc, decorator)
+        status = Status(outcome) if outcome != "error" else describe(exc)[0]
+        return status, message_of(exc)
+    return Status.BUILD, ""
 
 
 def _replay(policy, calls) -> None:
