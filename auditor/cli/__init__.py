@@ -21,9 +21,9 @@ class UsageError(Exception):
 
 
 def _subcommands():
-    from auditor.cli import diff, report, sweep
+    from auditor.cli import agree, diff, report, sweep
 
-    return [sweep, report, diff]
+    return [sweep, report, diff, agree]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -36,6 +36,9 @@ def add_parser(subparsers) -> None:
     what.add_argument("--policies", default=DEFAULT_POLICIES,
                       help="decorator policies: legacy, fixed, fixed-no-config-skip, vllm (the real "
                            f"decorator, needs vLLM), external:MODULE:ATTR (default: {DEFAULT_POLICIES})")
+    what.add_argument("--build-per-policy", action="store_true",
+                      help="one real meta build per policy and component instead of one recorded build "
+                           "shared by the project's own policies (slower; the results are the same)")
     run = p.add_argument_group("execution")
     run.add_argument("--jobs", "-j", type=int, default=os.cpu_count() or 1,
                      help="worker processes (default: the number of cores)")
@@ -143,7 +146,8 @@ def _validate(args: argparse.Namespace):
     _check_writable(outdir)
     if (outdir / RESULTS_FILE).exists() and not (args.resume or args.overwrite):
         raise UsageError(f"{outdir / RESULTS_FILE} exists; pass --resume to continue it or --overwrite to replace it")
-    options = Options(policies=_validated_policies(args.policies), checks=checks)
+    options = Options(policies=_validated_policies(args.policies), checks=checks,
+                      shared_policy_build=not args.build_per_policy)
     settings = PoolSettings(
         jobs=args.jobs,
         timeout=args.timeout,

@@ -1,0 +1,50 @@
+"""`auditor agree RESULTS --policies A,B`: where two decorator policies disagree (exit 1 if any)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from auditor.cli import EXIT_FINDINGS, EXIT_OK, UsageError
+from auditor.results import ResultsFileError, read_run
+
+
+def add_parser(subparsers) -> None:
+    p = subparsers.add_parser(
+        "agree", help="compare two decorator policies cell by cell (e.g. legacy against vllm)",
+        description="Compare two decorator policies of one run cell by cell: status, and the refusal "
+                    "message word for word. Writes agreement-A-B.md next to the results.")
+    p.add_argument("results", type=Path, help="a results.jsonl file or run directory")
+    p.add_argument("--policies", default="legacy,vllm", help="the two policies (default: legacy,vllm)")
+    p.add_argument("-o", "--output", type=Path, help="directory for the markdown (default: the run's)")
+    p.set_defaults(handler=run_agree)
+
+
+def run_agree(args: argparse.Namespace) -> int:
+    from auditor.report.agreement import compare_policies, render_markdown
+
+    names = [name.strip() for name in args.policies.split(",") if name.strip()]
+    if len(names) != 2:
+        raise UsageError("--policies takes exactly two policies, e.g. legacy,vllm")
+    try:
+        run = read_run(args.results)
+    except ResultsFileError as exc:
+        raise UsageError(str(exc)) from None
+    present = {r.policy for r in run.results}
+    missing = [name for name in names if name not in present]
+    if missing:
+        raise UsageError(f"{run.path} has no rows for policy {', '.join(missing)} "
+                         f"(it has: {', '.join(sorted(p for p in present if p)) or 'none'})")
+    agreement = compare_policies(run, *names)
+    text = render_markdown(agreement)
+    outdir = args.output or run.path.parent
+    path = outdir / f"agreement-{names[0]}-{names[1]}.md"
+    try:
+        outdir.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from None
+    print(text, end="")
+    print(f"Written to {path}", file=sys.stderr)
+    return EXIT_OK if agreement.agrees else EXIT_FINDINGS

@@ -1,0 +1,71 @@
+"""Do two decorator policies agree? The fidelity check of `legacy` against the real vLLM decorator.
+
+Pure: a run in, the cells where the two policies disagree out (status, or the refusal
+message, which must match word for word).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from auditor.results import Result, Run, Status
+
+
+@dataclass(frozen=True)
+class Disagreement:
+    model_type: str
+    check: str
+    component: str
+    first: Result | None
+    second: Result | None
+
+    @property
+    def what(self) -> str:
+        if self.first is None or self.second is None:
+            return "only one policy has this cell"
+        if self.first.status != self.second.status:
+            return f"{self.first.status.value} vs {self.second.status.value}"
+        return "same status, different message"
+
+
+@dataclass(frozen=True)
+class Agreement:
+    first: str
+    second: str
+    compared: int
+    disagreements: tuple[Disagreement, ...]
+
+    @property
+    def agrees(self) -> bool:
+        return not self.disagreements
+
+
+def compare_policies(run: Run, first: str, second: str) -> Agreement:
+    cells: dict[tuple[str, str, str], dict[str, Result]] = {}
+    for result in run.results:
+        if result.policy in (first, second):
+            cells.setdefault((result.model_type, result.check, result.component), {})[result.policy] = result
+    disagreements = []
+    for (model_type, check, component), pair in sorted(cells.items()):
+        a, b = pair.get(first), pair.get(second)
+        if a is None or b is None or a.status != b.status or (a.status is Status.REFUSED and a.message != b.message):
+            disagreements.append(Disagreement(model_type, check, component, a, b))
+    return Agreement(first, second, len(cells), tuple(disagreements))
+
+
+def render_markdown(agreement: Agreement) -> str:
+    head = (f"# `{agreement.first}` against `{agreement.second}`\n\n"
+            f"{agreement.compared} cells compared, {len(agreement.disagreements)} disagree.\n")
+    if agreement.agrees:
+        return head
+    lines = [head, f"| model type | cell | {agreement.first} | {agreement.second} | what |", "|---|---|---|---|---|"]
+    for d in agreement.disagreements:
+        lines.append(f"| {d.model_type} | {d.check}/{d.component} | {_cell(d.first)} | {_cell(d.second)} | {d.what} |")
+    return "\n".join(lines) + "\n"
+
+
+def _cell(result: Result | None) -> str:
+    if result is None:
+        return "—"
+    message = result.message.replace("|", "\\|")
+    return f"{result.status.value}: {message[:160]}" if not result.status.ok else result.status.value

@@ -1,0 +1,47 @@
+"""`auditor agree`: two policies compared cell by cell, on crafted runs."""
+
+import json
+
+from auditor.cli import main
+
+
+def write_run(path, rows):
+    header = {"kind": "header", "format_version": 1, "run": {
+        "python": "3.11.7", "torch": "2.13.0", "transformers": "5.24.0", "accelerate": "1", "cloudpickle": "3",
+        "platform": "x", "device": "meta", "auditor": "0.1.0", "git_revision": "x", "command": "x",
+        "started": "2026-11-30T00:00:00+00:00"}}
+    lines = [header] + [{"kind": "result", "check": "decorate", "component": "decoder", "message": "", **row}
+                        for row in rows]
+    path.write_text("\n".join(json.dumps(line) for line in lines) + "\n")
+
+
+REFUSAL = "TypeError: 'XModel.__init__' received a positional argument of type 'int', but no parameter"
+
+
+def test_agreeing_policies_exit_0(tmp_path, capsys):
+    write_run(tmp_path / "results.jsonl", [
+        {"model_type": "a", "policy": "legacy", "status": "build"},
+        {"model_type": "a", "policy": "vllm", "status": "build"},
+        {"model_type": "b", "policy": "legacy", "status": "refused", "message": REFUSAL},
+        {"model_type": "b", "policy": "vllm", "status": "refused", "message": REFUSAL},
+    ])
+    assert main(["agree", str(tmp_path)]) == 0
+    assert "2 cells compared, 0 disagree" in capsys.readouterr().out
+
+
+def test_a_different_status_or_refusal_message_is_a_disagreement(tmp_path, capsys):
+    write_run(tmp_path / "results.jsonl", [
+        {"model_type": "a", "policy": "legacy", "status": "build"},
+        {"model_type": "a", "policy": "vllm", "status": "check-error"},
+        {"model_type": "b", "policy": "legacy", "status": "refused", "message": REFUSAL},
+        {"model_type": "b", "policy": "vllm", "status": "refused", "message": REFUSAL + " other"},
+    ])
+    assert main(["agree", str(tmp_path)]) == 1
+    text = (tmp_path / "agreement-legacy-vllm.md").read_text()
+    assert "build vs check-error" in text and "same status, different message" in text
+
+
+def test_a_missing_policy_is_bad_input(tmp_path, capsys):
+    write_run(tmp_path / "results.jsonl", [{"model_type": "a", "policy": "legacy", "status": "build"}])
+    assert main(["agree", str(tmp_path)]) == 2
+    assert "no rows for policy vllm" in capsys.readouterr().err
