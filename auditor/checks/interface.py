@@ -38,6 +38,8 @@ class Check(abc.ABC):
     """A check: `name` is the first part of its results' column."""
 
     name: str = ""
+    # Importable modules the check needs; the CLI refuses the check up front without them.
+    requires: tuple[str, ...] = ()
 
     @abc.abstractmethod
     def run(self, case: ModelCase, context: CaseContext) -> Iterator[Result]:

@@ -136,6 +136,7 @@ def _validate(args: argparse.Namespace):
     unknown = [c for c in checks if c not in available()]
     if unknown or not checks:
         raise UsageError(f"unknown check(s) {', '.join(unknown) or '(none given)'}; available: {', '.join(available())}")
+    _check_requirements(checks)
     if args.jobs < 1:
         raise UsageError("--jobs must be at least 1")
     if args.timeout <= 0:
@@ -156,6 +157,18 @@ def _validate(args: argparse.Namespace):
         max_tasks_per_worker=max(0, args.max_tasks_per_worker),
     )
     return options, settings, outdir
+
+
+def _check_requirements(checks: tuple[str, ...]) -> None:
+    import importlib.util
+
+    from auditor.checks import get
+
+    for name in checks:
+        missing = [module for module in get(name).requires if importlib.util.find_spec(module) is None]
+        if missing:
+            raise UsageError(f"check {name!r} needs {', '.join(missing)} installed "
+                             f"(pip install 'model-sweep-auditor[{missing[0]}]')")
 
 
 def _validated_policies(text: str) -> tuple[str, ...]:

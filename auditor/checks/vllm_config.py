@@ -1,0 +1,74 @@
+"""The `vllm-config` check: model types whose config class vLLM replaces with its own.
+
+vLLM keeps a registry of config classes (`vllm.transformers_utils.config._CONFIG_REGISTRY`)
+that it uses instead of transformers' class for some model types. For those types this
+check builds the model from vLLM's class, plainly and under each decorator policy, as
+extra rows (`vllm-config/build`, `vllm-config/<component>/<policy>`). Other types get one
+`skipped` row. Needs vLLM (`pip install 'model-sweep-auditor[vllm]'`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from auditor.cases import ModelCase
+from auditor.checks import register
+from auditor.checks.decorate import verdicts
+from auditor.checks.interface import CaseContext, Check, Failure, Options
+from auditor.errors import describe
+from auditor.results import Result, Status
+
+
+def vllm_config_class(model_type: str) -> type | None:
+    """vLLM's own config class for `model_type`, or None when vLLM uses transformers' class."""
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING
+    from vllm.transformers_utils.config import _CONFIG_REGISTRY
+
+    if model_type not in dict.keys(_CONFIG_REGISTRY):
+        return None
+    cls = _CONFIG_REGISTRY[model_type]
+    try:
+        own = CONFIG_MAPPING[model_type]
+    except KeyError:
+        own = None
+    return None if cls is own else cls
+
+
+@register
+class VllmConfigCheck(Check):
+    name = "vllm-config"
+    requires = ("vllm",)
+
+    def run(self, case: ModelCase, context: CaseContext) -> Iterator[Result]:
+        from auditor.meta import build_on_meta, model_facts
+
+        cls = vllm_config_class(case.model_type)
+        if cls is None:
+            yield Result(case.model_type, self.name, Status.SKIPPED, component="build",
+                         message="vLLM uses transformers' own config class for this type")
+            return
+        where = f"{cls.__module__}.{cls.__qualname__}"
+        try:
+            config = cls()
+        except Exception as exc:
+            status, message, signature = describe(exc)
+            failure = Failure(Status.CONFIG_ERROR if status is Status.ERROR else status, message, signature)
+            yield from self.failed_rows(case, context.options, failure)
+            return
+        try:
+            model = build_on_meta(config)
+        except Exception as exc:
+            yield from self.failed_rows(case, context.options, Failure(*describe(exc)))
+            return
+        facts = model_facts(model)
+        yield Result(case.model_type, self.name, Status.BUILD, component="build", message=where,
+                     extras={**facts, "config_class": where})
+        for verdict in verdicts(config, model, context.options.policies, context.options.shared_policy_build):
+            yield verdict.result(case.model_type, self.name)
+
+    def failed_rows(self, case: ModelCase, options: Options, failure: Failure) -> list[Result]:
+        rows = [Result(case.model_type, self.name, failure.status, component="build",
+                       message=failure.message, signature=failure.signature)]
+        rows += [Result(case.model_type, self.name, failure.status, component="decoder", policy=policy,
+                        message=failure.message, signature=failure.signature) for policy in options.policies]
+        return rows
