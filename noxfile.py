@@ -1,21 +1,41 @@
-"""nox sessions: the sweep per Python version, tests and lint.
+"""nox sessions: the sweep per Python version, the merged report, the nightly history,
+the two sides of `auditor upgrade-check`, the vLLM sweep, tests and lint.
 
-Interpreters installed with pyenv are found even when pyenv has not put them on PATH.
+Environment variables (all optional):
+  AUDITOR_RUN_ID        run directory under reports/ (default: today's UTC date, YYYY-MM-DD)
+  AUDITOR_TORCH         torch version installed first in every venv (default 2.13.0)
+  AUDITOR_TORCH_INDEX   index URL for torch only, e.g. https://download.pytorch.org/whl/cpu
+  AUDITOR_TRANSFORMERS  pip requirement for transformers: "transformers==5.18.0", a wheel or a
+                        source directory (default: the newest release)
+  AUDITOR_HISTORY_KEEP  nights kept in reports/history/py3.X/ (default 30)
+
+A Python version without an interpreter is skipped, not failed; interpreters installed with
+pyenv are found even when pyenv has not put them on PATH.
 """
 
 from __future__ import annotations
 
+import datetime
 import os
+import shutil
 from pathlib import Path
 
 import nox
+from nox.command import CommandFailed
 
 PYTHONS = ["3.10", "3.11", "3.12", "3.13", "3.14"]
+# The Python of the single-version sessions: the one with a local CPU build of torch here.
+MAIN_PYTHON = "3.11"
 TORCH = os.environ.get("AUDITOR_TORCH", "2.13.0")
-ROOT = Path(__file__).parent
+TORCH_INDEX = os.environ.get("AUDITOR_TORCH_INDEX", "")
+ROOT = Path(__file__).resolve().parent
+REPORTS = ROOT / "reports"
+HISTORY = REPORTS / "history"
 
 nox.options.sessions = ["tests", "lint"]
 nox.options.error_on_missing_interpreters = False
+# Skip a missing Python rather than download a standalone build of it.
+nox.options.download_python = "never"
 
 
 def _pyenv_paths() -> list[str]:
@@ -23,33 +43,103 @@ def _pyenv_paths() -> list[str]:
     return sorted(str(p / "bin") for p in root.glob("3.*") if (p / "bin").is_dir())
 
 
-# Make pyenv's interpreters visible to nox's interpreter lookup.
+# Make pyenv's interpreters visible to nox's interpreter lookup (pyenv's shims only run the
+# versions `pyenv global` selects; the others fail, and discovery then skips them).
 os.environ["PATH"] = os.pathsep.join([os.environ.get("PATH", ""), *_pyenv_paths()])
 
 
+def _run_id() -> str:
+    return os.environ.get("AUDITOR_RUN_ID") or datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
+
+
 def _install(session: nox.Session, extras: str = "") -> None:
-    session.install(f"torch=={TORCH}")
-    session.install("-e", f".{extras}")
+    """torch first (pinned: an unpinned resolve may pick a CUDA build of several GB), then the
+    project, then transformers as AUDITOR_TRANSFORMERS asks (upgraded, since venvs are reused)."""
+    session.install(f"torch=={TORCH}", *(["--index-url", TORCH_INDEX] if TORCH_INDEX else []))
+    transformers = os.environ.get("AUDITOR_TRANSFORMERS") or "transformers"
+    session.install("--upgrade", "-e", f".{extras}", transformers)
+    if Path(transformers).exists():
+        # A rebuilt wheel or an edited checkout may carry the version already installed.
+        session.install("--force-reinstall", "--no-deps", transformers)
 
 
-@nox.session(python=PYTHONS)
+@nox.session(python=PYTHONS, reuse_venv=True)
 def sweep(session: nox.Session) -> None:
-    """The sweep on this Python version: reports/<run-id>/py3.X/."""
+    """The sweep on this Python version, into reports/<run-id>/py3.X/."""
     _install(session)
-    run_id = os.environ.get("AUDITOR_RUN_ID", "nox")
-    out = ROOT / "reports" / run_id / f"py{session.python}"
-    session.run("auditor", "sweep", "-o", str(out), "--overwrite", *session.posargs)
+    label = f"py{session.python}"
+    out = REPORTS / _run_id() / label
+    fresh = () if "--resume" in session.posargs else ("--overwrite",)
+    session.run("auditor", "sweep", "-o", str(out), *fresh, "--label", label, *session.posargs)
 
 
-@nox.session(python="3.11")
+@nox.session(python=MAIN_PYTHON, reuse_venv=True)
+def report(session: nox.Session) -> None:
+    """One HTML+CSV matrix of every Python version's sweep of the run, in reports/<run-id>/."""
+    run_dir = REPORTS / _run_id()
+    sweeps = sorted(str(p) for p in run_dir.glob("py3.*") if (p / "results.jsonl").is_file())
+    if not sweeps:
+        session.error(f"no sweeps in {run_dir}/py3.*/ (set AUDITOR_RUN_ID to the run to report)")
+    _install(session)
+    session.run("auditor", "report", *sweeps, "-o", str(run_dir))
+
+
+@nox.session(python=MAIN_PYTHON, reuse_venv=True)
+def history(session: nox.Session) -> None:
+    """The run's sweeps into the nightly history, indexed; fails on regressions since the night before.
+
+    Each reports/<run-id>/py3.X/ is copied to reports/history/py3.X/<run-id>/; each Python's
+    history gets index.html, and every night its diff.html against the night before."""
+    run_id = _run_id()
+    sweeps = sorted(p for p in (REPORTS / run_id).glob("py3.*") if (p / "results.jsonl").is_file())
+    if not sweeps:
+        session.error(f"no sweeps in {REPORTS / run_id}/py3.*/")
+    _install(session)
+    keep = max(2, int(os.environ.get("AUDITOR_HISTORY_KEEP", "30")))
+    regressed = []
+    for sweep_dir in sweeps:
+        nights = HISTORY / sweep_dir.name
+        previous = [d for d in sorted(nights.glob("*")) if d.is_dir() and d.name < run_id]
+        shutil.copytree(sweep_dir, nights / run_id, dirs_exist_ok=True)
+        for old in previous[: max(0, len(previous) + 1 - keep)]:
+            shutil.rmtree(old)
+        session.run("auditor", "report", "--history", str(nights))
+        if previous:
+            try:
+                session.run("auditor", "diff", str(previous[-1]), str(nights / run_id))
+            except CommandFailed:
+                regressed.append(sweep_dir.name)
+    if regressed:
+        session.error(f"regressions against the previous night on {', '.join(regressed)}")
+
+
+@nox.session(python=MAIN_PYTHON, reuse_venv=True)
+@nox.parametrize("side", ["base", "new"], ids=["base", "new"])
+def upgrade_check(session: nox.Session, side: str) -> None:
+    """One side of `auditor upgrade-check` (which sets AUDITOR_TRANSFORMERS and the sweep's options)."""
+    if not os.environ.get("AUDITOR_TRANSFORMERS"):
+        session.error("AUDITOR_TRANSFORMERS is not set; run `auditor upgrade-check --from A --to B`")
+    _install(session)
+    session.run("auditor", "sweep", *session.posargs)
+
+
+@nox.session(python=MAIN_PYTHON, reuse_venv=True)
+def vllm(session: nox.Session) -> None:
+    """The sweep under vLLM's own decorator next to the legacy copy, into reports/<run-id>/vllm/."""
+    # vLLM pins its own torch (a CUDA build), so torch is not installed first here.
+    session.install("--upgrade", "-e", ".[vllm]")
+    out = REPORTS / _run_id() / "vllm"
+    session.run("auditor", "sweep", "--checks", "build,decorate", "--policies", "legacy,vllm",
+                "-o", str(out), "--overwrite", "--label", "vllm", *session.posargs)
+
+
+@nox.session(python=MAIN_PYTHON)
 def tests(session: nox.Session) -> None:
     _install(session, "[test]")
     session.run("python", "-m", "pytest", "-q", *session.posargs)
 
 
-@nox.session(python="3.11")
+@nox.session(python=MAIN_PYTHON)
 def lint(session: nox.Session) -> None:
     session.install("ruff")
     session.run("ruff", "check", "auditor", "tests", "benchmarks", "noxfile.py")
-
-

@@ -21,9 +21,9 @@ class UsageError(Exception):
 
 
 def _subcommands():
-    from auditor.cli import agree, diff, report, sweep
+    from auditor.cli import agree, diff, report, sweep, upgrade
 
-    return [sweep, report, diff, agree]
+    return [sweep, report, diff, agree, upgrade]
 
 
 def build_parser() -> argparse.ArgumentParser:
