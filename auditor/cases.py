@@ -17,7 +17,9 @@ class ModelCase:
     """One model type to audit, and where it came from."""
 
     model_type: str
-    source: str = "transformers"  # or "plugin"
+    source: str = "transformers"  # or "plugin", "remote-code"
+    # A --remote-code directory: its config is loaded with trust_remote_code=True.
+    remote_code: str = ""
 
 
 class SelectionError(ValueError):
@@ -108,3 +110,17 @@ def _regex_hits(known: list[str], pattern: str) -> set[str]:
     except re.error as exc:
         raise SelectionError(f"{pattern!r} is neither a model type nor a valid regular expression: {exc}") from None
     return {name for name in known if regex.fullmatch(name)}
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    """`I/N` (1-based) -> (I, N); SelectionError for anything else."""
+    match = re.fullmatch(r"\s*(\d+)\s*/\s*(\d+)\s*", text)
+    if not match or not 1 <= int(match.group(1)) <= int(match.group(2)):
+        raise SelectionError(f"--shard {text!r} is not I/N with 1 <= I <= N, e.g. 2/4")
+    return int(match.group(1)), int(match.group(2))
+
+
+def shard(cases: Sequence[ModelCase], index: int, count: int) -> list[ModelCase]:
+    """The index-th of count deterministic, disjoint, balanced slices of the sorted selection."""
+    ordered = sorted(cases, key=lambda case: case.model_type)
+    return [case for position, case in enumerate(ordered) if position % count == index - 1]

@@ -6,8 +6,13 @@ import contextlib
 from typing import Any
 
 
-def make_config(model_type: str):
-    """The model type's default config: `CONFIG_MAPPING[model_type]()`."""
+def make_config(model_type: str, remote_code: str = ""):
+    """The model type's default config: `CONFIG_MAPPING[model_type]()`; for a case of
+    `--remote-code DIR`, the directory's config, loaded with trust_remote_code=True."""
+    if remote_code:
+        from auditor.remote.twin import load_remote_config
+
+        return load_remote_config(remote_code)
     from transformers.models.auto.configuration_auto import CONFIG_MAPPING
 
     return CONFIG_MAPPING[model_type]()
@@ -29,11 +34,31 @@ def meta_device():
         yield
 
 
-def build_on_meta(config):
-    """`AutoModel.from_config(config)` on the meta device."""
+@contextlib.contextmanager
+def no_init_weights():
+    """transformers' switch that skips weight initialisation, where the installed version has it."""
+    try:
+        from transformers.initialization import no_init_weights as skip
+    except ImportError:
+        try:
+            from transformers.modeling_utils import no_init_weights as skip
+        except ImportError:
+            skip = contextlib.nullcontext
+    with skip():
+        yield
+
+
+def build_on_meta(config, trust_remote_code: bool = False):
+    """`AutoModel.from_config(config)` on the meta device.
+
+    `trust_remote_code` only for a `--remote-code` directory's config: it lets transformers
+    load the directory's model class (and register it with AutoModel for later builds).
+    """
     from transformers import AutoModel
 
     with meta_device():
+        if trust_remote_code:
+            return AutoModel.from_config(config, trust_remote_code=True)
         return AutoModel.from_config(config)
 
 

@@ -36,13 +36,20 @@ class Status(str, Enum):
     CRASH = "crash"  # the worker process died
     OOM = "oom"
     SKIPPED = "skipped"
+    # Outcomes of the compile check (a failed build there keeps the statuses above).
+    COMPILED = "compiled"  # one graph for both lengths, outputs equal to eager
+    GRAPH_BREAK = "graph-break"  # fullgraph tracing failed
+    RECOMPILED = "recompiled"  # the second length needed another graph
+    MISMATCH = "mismatch"  # compiled and eager outputs differ beyond tolerance
+    EAGER_ERROR = "eager-error"  # the forward fails even without compiling
+    COMPILE_ERROR = "compile-error"  # tracing or the backend failed otherwise
 
     def __str__(self) -> str:
         return self.value
 
     @property
     def ok(self) -> bool:
-        return self is Status.BUILD
+        return self in (Status.BUILD, Status.COMPILED)
 
 
 @dataclass(frozen=True)
@@ -96,6 +103,7 @@ class RunInfo:
     hostname: str = ""
     checks: tuple[str, ...] = ()
     label: str = ""
+    shard: str = ""  # "I/N" when this run is one shard of a split sweep
 
     @property
     def environment(self) -> str:

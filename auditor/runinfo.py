@@ -32,7 +32,7 @@ def git_revision() -> str:
     return out.stdout.strip() if out.returncode == 0 else "unknown"
 
 
-def probe(command: str, device: str, checks: tuple[str, ...], label: str = "") -> RunInfo:
+def probe(command: str, device: str, checks: tuple[str, ...], label: str = "", shard: str = "") -> RunInfo:
     from auditor import __version__
 
     return RunInfo(
@@ -50,6 +50,28 @@ def probe(command: str, device: str, checks: tuple[str, ...], label: str = "") -
         hostname=socket.gethostname(),
         checks=checks,
         label=label,
+        shard=shard,
     )
 
 
+
+
+def cuda_problem() -> str | None:
+    """Why `--device cuda` cannot work here, or None when it can (the one probe tests replace)."""
+    import torch
+
+    if not torch.backends.cuda.is_built():
+        return f"this torch ({torch.__version__}) is built without CUDA"
+    if not torch.cuda.is_available():
+        return "torch sees no CUDA device (check the driver and CUDA_VISIBLE_DEVICES)"
+    return None
+
+
+def describe_device(device: str) -> str:
+    """The header's device: meta, cpu, or cuda with the GPU's name and count."""
+    if device != "cuda":
+        return device
+    import torch
+
+    count = torch.cuda.device_count()
+    return f"cuda ({torch.cuda.get_device_name(0)}{f' x{count}' if count > 1 else ''})"

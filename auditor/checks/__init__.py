@@ -26,7 +26,7 @@ def get(name: str) -> Check:
 
 
 def _load_builtin() -> None:
-    from auditor.checks import build, decorate, vllm_config  # noqa: F401  (they register themselves)
+    from auditor.checks import build, compile, decorate, pickling, tiny, vllm_config  # noqa: F401  (they register themselves)
 
 
 __all__ = ["CaseContext", "Check", "Failure", "Options", "available", "get", "register"]

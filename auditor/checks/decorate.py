@@ -55,7 +55,7 @@ def verdicts(config, model, policies: Sequence[str], shared_build: bool = True) 
     decorators = [get_policy(name) for name in policies]
     record = None
     if shared_build and any(_is_own(d) for d in decorators):
-        record = _record(config, components.items)
+        record = _record(config, components.items)  # None: fall back to a build per policy
     for decorator in decorators:
         for component in components.items:
             start = time.perf_counter()
@@ -83,11 +83,19 @@ class DecorateCheck(Check):
                        message=failure.message, signature=failure.signature) for policy in options.policies]
 
 
-def _record(config, items: tuple[Component, ...]) -> Recording:
-    from auditor.meta import build_on_meta
+def _record(config, items: tuple[Component, ...]) -> Recording | None:
+    """The components' __init__ calls during one build, or None if that build fails.
 
-    with recording([component.cls for component in items]) as record:
-        build_on_meta(config)
+    Weight initialisation is skipped (transformers' `no_init_weights`): it cannot change the
+    arguments a component is built with, and it is a third of a meta build's time.
+    """
+    from auditor.meta import build_on_meta, no_init_weights
+
+    try:
+        with recording([component.cls for component in items]) as record, no_init_weights():
+            build_on_meta(config)
+    except Exception:
+        return None
     return record
 
 

@@ -23,6 +23,13 @@ class Options:
     checks: tuple[str, ...] = ("build",)
     # Own-decorator policies share one recorded build (recording.py); False builds per policy.
     shared_policy_build: bool = True
+    # --plugin modules: the pickle check's far side imports them too, as another node would.
+    plugins: tuple[str, ...] = ()
+    # Where the checks that run models (tiny, compile) run them; build and decorate stay on meta.
+    device: str = "cpu"
+    backend: str = "aot_eager"  # torch.compile backend of the compile check
+    compile_encoders: bool = False  # the compile check also compiles encoder components
+    compile_policy: str = "fixed"  # the decorator policy the compile check builds under
 
 
 @dataclass(frozen=True)
@@ -40,6 +47,8 @@ class Check(abc.ABC):
     name: str = ""
     # Importable modules the check needs; the CLI refuses the check up front without them.
     requires: tuple[str, ...] = ()
+    # Whether it builds real models on --device (cpu or cuda) rather than on the meta device.
+    runs_models: bool = False
 
     @abc.abstractmethod
     def run(self, case: ModelCase, context: CaseContext) -> Iterator[Result]:
@@ -76,7 +85,7 @@ class CaseContext:
             raise self._config_failure
         if self._config is None:
             try:
-                self._config = make_config(self.case.model_type)
+                self._config = make_config(self.case.model_type, self.case.remote_code)
             except BaseException as exc:
                 self._config_failure = exc
                 raise
@@ -104,7 +113,7 @@ class CaseContext:
         if self._model is None:
             config = self.config()
             try:
-                self._model = build_on_meta(config)
+                self._model = build_on_meta(config, trust_remote_code=bool(self.case.remote_code))
             except BaseException as exc:
                 self._failure = exc
                 raise

@@ -52,5 +52,7 @@ class Progress:
 def _headline(results: list[Result]) -> str:
     if not results:
         return "none"
-    bad = [r for r in results if not r.status.ok]
+    # A row marked expected (the by-reference pickle of remote code, which fails by design)
+    # documents a known bug; it does not make the model type's headline.
+    bad = [r for r in results if not r.status.ok and not r.extras.get("expected")]
     return (bad[0] if bad else results[0]).status.value

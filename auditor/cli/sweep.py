@@ -15,7 +15,7 @@ from auditor.cli.progress import Progress
 from auditor.results import RESULTS_FILE, ResultsFileError, ResultsWriter, done_model_types, read_run
 
 DEFAULT_TIMEOUT = 300.0
-DEFAULT_CHECKS = "build,decorate"
+DEFAULT_CHECKS = "build,decorate,pickle"
 DEFAULT_POLICIES = "legacy,fixed,fixed-no-config-skip"
 
 
@@ -30,12 +30,28 @@ def add_parser(subparsers) -> None:
     sel.add_argument("--plugin", action="append", default=[], metavar="MODULE_OR_FILE",
                      help="import this module or .py file first (in every worker too), "
                           "so its AutoConfig/AutoModel registrations are audited")
+    sel.add_argument("--remote-code", action="append", default=[], metavar="DIR",
+                     help="also audit this local remote-code model directory (loaded with "
+                          "trust_remote_code=True); alone, without --models, only these are audited")
+    sel.add_argument("--shard", metavar="I/N",
+                     help="run only the I-th of N deterministic, disjoint slices of the selection "
+                          "(for CI matrices; `auditor report` merges the shards)")
     what = p.add_argument_group("checks")
     what.add_argument("--checks", default=DEFAULT_CHECKS,
                       help=f"comma-separated checks (default: {DEFAULT_CHECKS})")
     what.add_argument("--policies", default=DEFAULT_POLICIES,
                       help="decorator policies: legacy, fixed, fixed-no-config-skip, vllm (the real "
                            f"decorator, needs vLLM), external:MODULE:ATTR (default: {DEFAULT_POLICIES})")
+    what.add_argument("--device", choices=("meta", "cpu", "cuda"),
+                      help="where the checks that run models (tiny, compile) build them; build and decorate "
+                           "always use the meta device (default: meta, or cpu when such a check is selected)")
+    what.add_argument("--backend",
+                      help="torch.compile backend of the compile check: inductor, aot_eager, eager, ... "
+                           "(default: inductor on cuda, aot_eager on cpu)")
+    what.add_argument("--compile-encoders", action="store_true",
+                      help="the compile check also compiles each encoder component (image, video, audio)")
+    what.add_argument("--compile-policy", default="fixed",
+                      help="the decorator policy the compile check builds under (default: fixed)")
     what.add_argument("--build-per-policy", action="store_true",
                       help="one real meta build per policy and component instead of one recorded build "
                            "shared by the project's own policies (slower; the results are the same)")
@@ -51,6 +67,14 @@ def add_parser(subparsers) -> None:
                      help="replace a worker after this many model types (default 0: never)")
     run.add_argument("--online", action="store_true",
                      help="allow the Hugging Face hub (default: offline, HF_HUB_OFFLINE=1)")
+    run.add_argument("--executor", choices=("local", "ray"), default="local",
+                     help="local worker processes (default), or tasks on a Ray cluster (the 'ray' extra)")
+    run.add_argument("--ray-address", metavar="HOST:PORT",
+                     help="with --executor ray: the cluster to join (default: start a local one with "
+                          "--jobs CPUs, on loopback, for this run only)")
+    run.add_argument("--gpus-per-task", type=float, default=0.0, metavar="N",
+                     help="with --executor ray: GPUs each task asks for when --checks has a check that "
+                          "runs models (compile, tiny), so those tasks land on GPU nodes (default 0)")
     out = p.add_argument_group("output")
     out.add_argument("--output", "-o", type=Path, help="run directory (default: REPORTS/RUN_ID)")
     out.add_argument("--reports", type=Path, default=Path("reports"), help="reports root (default: reports)")
@@ -73,7 +97,11 @@ def run_sweep(args: argparse.Namespace) -> int:
     try:
         cases.load_plugins(settings.plugins)
         known = cases.discover()
-        selected = cases.select(known, _split(args.models), _split(args.exclude))
+        selected = [] if args.remote_code and not args.models else cases.select(
+            known, _split(args.models), _split(args.exclude))
+        selected += _remote_cases(args.remote_code)
+        if args.shard:
+            selected = cases.shard(selected, *cases.parse_shard(args.shard))
     except cases.SelectionError as exc:
         raise UsageError(str(exc)) from None
     print(f"Found {len(known)} model types; {len(selected)} selected.", file=sys.stderr)
@@ -88,25 +116,37 @@ def run_sweep(args: argparse.Namespace) -> int:
         print(f"Resuming: {len(already)} model types already done.", file=sys.stderr)
     todo = [case for case in selected if case.model_type not in already]
 
-    info = probe(shlex.join(["auditor", *sys.argv[1:]]), device="meta", checks=options.checks, label=args.label)
+    info = probe(shlex.join(["auditor", *sys.argv[1:]]), device=_header_device(options), checks=options.checks,
+                 label=args.label, shard=_shard_text(args.shard))
     return _execute(todo, options, settings, path, info, append=bool(already), args=args)
 
 
-def _execute(todo, options, settings, path: Path, info, *, append: bool, args) -> int:
-    from auditor.pool import PoolError, WorkerPool
+def _header_device(options) -> str:
+    from auditor.checks import get
+    from auditor.runinfo import describe_device
 
+    return describe_device(options.device) if any(get(c).runs_models for c in options.checks) else "meta"
+
+
+def _execute(todo, options, settings, path: Path, info, *, append: bool, args) -> int:
+    from auditor.pool import PoolError
+
+    try:
+        executor = _executor(args, settings, options)
+    except PoolError as exc:  # e.g. a Ray address that cannot be reached: before any row
+        raise UsageError(str(exc)) from None
     progress = Progress(len(todo))
     writer = ResultsWriter(path, info, append=append)
     interrupted = False
     try:
-        for batch in WorkerPool(settings, options).run(todo):
+        for batch in executor.run(todo):
             writer.write_all(batch)
             if batch:
                 progress.update(batch[0].model_type, batch)
     except KeyboardInterrupt:
         interrupted = True
     except PoolError as exc:
-        raise UsageError(f"the worker pool failed: {exc}") from None
+        raise UsageError(f"the {'worker pool' if args.executor == 'local' else 'Ray executor'} failed: {exc}") from None
     finally:
         writer.close()
         progress.close()
@@ -137,6 +177,7 @@ def _validate(args: argparse.Namespace):
     if unknown or not checks:
         raise UsageError(f"unknown check(s) {', '.join(unknown) or '(none given)'}; available: {', '.join(available())}")
     _check_requirements(checks)
+    _check_executor(args, checks)
     if args.jobs < 1:
         raise UsageError("--jobs must be at least 1")
     if args.timeout <= 0:
@@ -147,8 +188,12 @@ def _validate(args: argparse.Namespace):
     _check_writable(outdir)
     if (outdir / RESULTS_FILE).exists() and not (args.resume or args.overwrite):
         raise UsageError(f"{outdir / RESULTS_FILE} exists; pass --resume to continue it or --overwrite to replace it")
-    options = Options(policies=_validated_policies(args.policies), checks=checks,
-                      shared_policy_build=not args.build_per_policy)
+    _refuse_paths(_split(args.models))
+    _remote_cases(args.remote_code)
+    device, backend = _validated_device(args, checks)
+    options = Options(policies=_validated_policies(args.policies), checks=checks, plugins=tuple(args.plugin),
+                      shared_policy_build=not args.build_per_policy, device=device, backend=backend,
+                      compile_encoders=args.compile_encoders, compile_policy=_compile_policy(args.compile_policy))
     settings = PoolSettings(
         jobs=args.jobs,
         timeout=args.timeout,
@@ -157,6 +202,39 @@ def _validate(args: argparse.Namespace):
         max_tasks_per_worker=max(0, args.max_tasks_per_worker),
     )
     return options, settings, outdir
+
+
+def _validated_device(args: argparse.Namespace, checks: tuple[str, ...]) -> tuple[str, str]:
+    """--device and --backend, checked against the checks and this machine."""
+    from auditor.checks import get
+
+    runs_models = [name for name in checks if get(name).runs_models]
+    device = args.device or ("cpu" if runs_models else "meta")
+    if device == "meta" and runs_models:
+        raise UsageError(f"check(s) {', '.join(runs_models)} run real models: pass --device cpu or --device cuda")
+    if device == "cuda":
+        from auditor.runinfo import cuda_problem
+
+        problem = cuda_problem()
+        if problem:
+            raise UsageError(f"--device cuda: {problem}; use --device cpu (with --backend aot_eager) instead")
+    backend = args.backend or ("inductor" if device == "cuda" else "aot_eager")
+    if "compile" in checks:
+        import torch._dynamo
+
+        known = set(torch._dynamo.list_backends(exclude_tags=())) | {"eager", "aot_eager", "inductor"}
+        if backend not in known:
+            raise UsageError(f"unknown --backend {backend!r}; this torch has: {', '.join(sorted(known))}")
+    return device, backend
+
+
+def _compile_policy(name: str) -> str:
+    from auditor.decorators.policies import CHECK_POLICIES
+
+    if name not in CHECK_POLICIES:
+        raise UsageError(f"--compile-policy {name!r}: the compile check uses the project's decorator; "
+                         f"valid: {', '.join(CHECK_POLICIES)}")
+    return name
 
 
 def _check_requirements(checks: tuple[str, ...]) -> None:
@@ -169,6 +247,55 @@ def _check_requirements(checks: tuple[str, ...]) -> None:
         if missing:
             raise UsageError(f"check {name!r} needs {', '.join(missing)} installed "
                              f"(pip install 'model-sweep-auditor[{missing[0]}]')")
+
+
+def _check_executor(args: argparse.Namespace, checks: tuple[str, ...]) -> None:
+    import importlib.util
+
+    if args.executor != "ray":
+        if args.ray_address or args.gpus_per_task:
+            raise UsageError("--ray-address and --gpus-per-task need --executor ray")
+        return
+    from auditor.ray_executor import GPU_CHECKS, INSTALL_HINT
+
+    if importlib.util.find_spec("ray") is None:
+        raise UsageError(f"--executor ray needs Ray installed: {INSTALL_HINT}")
+    if args.gpus_per_task < 0:
+        raise UsageError("--gpus-per-task cannot be negative")
+    if args.gpus_per_task and not set(checks) & set(GPU_CHECKS):
+        raise UsageError(f"--gpus-per-task applies to the checks that run models ({', '.join(GPU_CHECKS)}), "
+                         "and --checks has none of them; the other checks ask for CPUs only")
+
+
+def _executor(args: argparse.Namespace, settings, options):
+    """The local pool, or Ray tasks; either way `run(cases)` yields one batch per model type."""
+    if args.executor == "local":
+        from auditor.pool import WorkerPool
+
+        return WorkerPool(settings, options)
+    from auditor.ray_executor import RayExecutor, RaySettings
+
+    ray_settings = RaySettings(address=args.ray_address, jobs=settings.jobs, timeout=settings.timeout,
+                               plugins=settings.plugins, gpus_per_task=args.gpus_per_task, online=args.online)
+    return RayExecutor(ray_settings, options).connect()
+
+
+def _refuse_paths(models: list[str]) -> None:
+    """trust_remote_code is only for directories named with --remote-code: a path or Hub id in
+    --models is refused rather than loaded."""
+    for entry in models:
+        if "/" in entry or os.sep in entry or Path(entry).is_dir():
+            raise UsageError(f"--models takes model types, not paths or Hub ids: {entry!r}. To audit a local "
+                             "remote-code model, name its directory with --remote-code; Hub ids are never loaded")
+
+
+def _remote_cases(directories: list[str]):
+    from auditor.remote.user import RemoteCodeError, remote_cases
+
+    try:
+        return remote_cases(directories)
+    except RemoteCodeError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def _validated_policies(text: str) -> tuple[str, ...]:
@@ -220,6 +347,14 @@ def _split(values: list[str]) -> list[str]:
     return [item.strip() for value in values for item in value.split(",") if item.strip()]
 
 
+def _shard_text(text: str | None) -> str:
+    if not text:
+        return ""
+    from auditor.cases import parse_shard
+
+    return "{}/{}".format(*parse_shard(text))
+
+
 def _default_run_id() -> str:
     return datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%d-%H%M%S")
 
@@ -228,6 +363,10 @@ def _selection_flags(args: argparse.Namespace) -> str:
     flags = [f"--models {shlex.quote(m)}" for m in args.models]
     flags += [f"--exclude {shlex.quote(m)}" for m in args.exclude]
     flags += [f"--plugin {shlex.quote(m)}" for m in args.plugin]
+    flags += [f"--shard {shlex.quote(args.shard)}"] if args.shard else []
+    flags += [f"--remote-code {shlex.quote(m)}" for m in args.remote_code]
     flags += [f"--checks {shlex.quote(args.checks)}"] if args.checks != DEFAULT_CHECKS else []
     flags += [f"--policies {shlex.quote(args.policies)}"] if args.policies != DEFAULT_POLICIES else []
+    flags += ["--executor ray"] if args.executor == "ray" else []
+    flags += [f"--ray-address {shlex.quote(args.ray_address)}"] if args.ray_address else []
     return " ".join(flags)

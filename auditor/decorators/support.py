@@ -10,7 +10,14 @@ Faithful to vllm/compilation/decorators.py (0.33.0) where the audit can see it:
   runs the positional check, then forwards `vllm_config`/`prefix` only to an
   `__init__` that names them;
 * with compilation off, `__call__` calls `self.forward` directly (bypassing
-  nn.Module hooks), as vLLM's does.
+  nn.Module hooks), as vLLM's does;
+* with `compile_mode="compile"`, the first call marks the dynamic dims of its
+  arguments (`torch._dynamo.mark_dynamic`) and compiles `forward` with
+  `torch.compile(fullgraph=True, backend=...)`, as vLLM's first call does; later
+  calls run the compiled forward. Unlike vLLM, which drops dynamo's guards after
+  the first compilation, the guards stay, so a call that would need another graph
+  recompiles (or raises, under `torch._dynamo.config.error_on_recompile`) where
+  vLLM would silently reuse the first one: the compile check reports it.
 
 The positional check is a pluggable `CheckPolicy`. `vllm_config` may be any
 object or None: nothing here reads it, the compile mode is a parameter.
@@ -29,7 +36,7 @@ import torch
 from auditor.decorators.interface import CheckPolicy, Decorator, DynamicArgDims
 from auditor.decorators.policies import check_policy
 
-COMPILE_MODES = ("none",)  # "compile" (torch.compile, fullgraph, dims marked) comes later
+COMPILE_MODES = ("none", "compile")  # compile: torch.compile(fullgraph=True) with the dims marked
 
 # vLLM's inference list, less IntermediateTensors (a vLLM type no transformers model uses).
 _TENSOR_ANNOTATIONS = [torch.Tensor, torch.Tensor | None, torch.FloatTensor, torch.FloatTensor | None]
@@ -123,8 +130,34 @@ def _support_torch_compile(cls: type, settings: CompileSettings, checker: CheckP
 
 
 def _compiled_call(module: Any, *args: Any, **kwargs: Any) -> Any:
-    """The seam for compile modes other than "none" (unreachable until one is added)."""
-    raise NotImplementedError(f"compile mode {module.compile_settings.mode!r} is not implemented")
+    """vLLM's compiled call: on the first, mark the dynamic dims and compile forward (fullgraph)."""
+    settings = module.compile_settings
+    if settings.mode != "compile":
+        raise NotImplementedError(f"compile mode {settings.mode!r} is not implemented")
+    compiled = module.__dict__.get("_compiled_forward")
+    if compiled is None:
+        mark_dynamic_inputs(module, settings.dynamic_arg_dims, args, kwargs)
+        compiled = torch.compile(module.forward, fullgraph=True, backend=settings.backend)
+        module.__dict__["_compiled_forward"] = compiled
+    return compiled(*args, **kwargs)
+
+
+def mark_dynamic_inputs(module: Any, dynamic_arg_dims: DynamicArgDims, args: tuple, kwargs: dict) -> None:
+    """`torch._dynamo.mark_dynamic` on each named argument's dims (negative dims count from the end).
+
+    As vLLM's `_mark_dynamic_inputs` with backed dynamic shapes: an argument that is None is left
+    alone; one that is not a tensor is a ValueError.
+    """
+    bound = inspect.signature(type(module).forward).bind(module, *args, **kwargs)
+    bound.apply_defaults()
+    for name, value in dynamic_arg_dims.items():
+        arg = bound.arguments.get(name)
+        if arg is None:
+            continue
+        dims = list(value) if isinstance(value, (list, dict)) else [value]
+        if not isinstance(arg, torch.Tensor):
+            raise ValueError(f"Unsupported dynamic dimensions {dims} for argument {name} with type {type(arg)}.")
+        torch._dynamo.mark_dynamic(arg, [arg.ndim + d if d < 0 else d for d in dims])
 
 
 class OwnDecorator(Decorator):

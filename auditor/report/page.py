@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from auditor.report import templating
 from auditor.report.charts import horizontal_bars
 from auditor.report.matrix import build_matrix, run_name
+from auditor.report.shards import shard_coverage
 from auditor.report.statuses import legend
 from auditor.report.summary import Counts, column_summaries, environment_counts, failure_groups
 from auditor.results import Run, RunInfo
@@ -37,6 +38,7 @@ def render_report(runs: Sequence[Run], title: str = "Model sweep report") -> str
     context = dict(
         title=title,
         runs=[run_view(r) for r in runs],
+        missing_shards=[c for c in shard_coverage(runs) if c.missing],
         matrix=matrix,
         several=len(matrix.groups) > 1,
         total_cells=len(cells),

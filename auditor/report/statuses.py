@@ -31,7 +31,7 @@ class StatusStyle:
 
 
 def is_ok(status: str) -> bool:
-    """Only `build` is OK; anything else, known or not, is a finding."""
+    """`build` and `compiled` are OK; anything else, known or not, is a finding."""
     try:
         return Status(status).ok
     except ValueError:
@@ -40,11 +40,12 @@ def is_ok(status: str) -> bool:
 
 _KNOWN = (
     StatusStyle("build", "#4caf50", "build", "built (or, for a non-build check, passed)"),
-    StatusStyle("compiled", "#81c784", "compiled", "compiled without a graph break"),
-    StatusStyle("graph-break", "#fff176", "g-break", "compiled with graph breaks"),
-    StatusStyle("recompiled", "#ffb74d", "recomp", "compiled more than once"),
+    StatusStyle("compiled", "#81c784", "compiled", "compiled to one graph for both lengths, output equal to eager"),
+    StatusStyle("graph-break", "#fff176", "g-break", "torch.compile(fullgraph=True) hit a graph break"),
+    StatusStyle("recompiled", "#ffb74d", "recomp", "the second sequence length needed another graph"),
     StatusStyle("mismatch", "#e040fb", "mismatch", "compiled output differs from eager"),
     StatusStyle("eager-error", "#8d6e63", "eager-err", "the eager model itself failed"),
+    StatusStyle("compile-error", "#ff7043", "cmp-err", "tracing or the compiler backend failed otherwise"),
     StatusStyle("refused", "#ff9800", "refused", "the decorator under audit refused with its own TypeError"),
     StatusStyle("check-error", "#ffc107", "chk-err", "the decorator's own check raised something else"),
     StatusStyle("decorate-error", "#ab47bc", "dec-err", "the class could not even be decorated"),

@@ -24,8 +24,8 @@ def test_unknown_status_gets_a_stable_fallback_style():
     assert rank("zzz-new") > rank("skipped") > rank("build")
 
 
-def test_only_build_is_ok():
-    assert [s for s in [*STYLES, "whatever"] if is_ok(s)] == ["build"]
+def test_only_build_and_compiled_are_ok():
+    assert [s for s in [*STYLES, "whatever"] if is_ok(s)] == ["build", "compiled"]
 
 
 def test_legend_orders_known_statuses_first_then_unknown_by_name():

@@ -1,0 +1,288 @@
+"""The sweep as tasks on a Ray cluster: the worker code, rows and statuses of the local pool.
+
+Each model type is one Ray task. It runs `worker.run_case` in a Ray worker process (which
+imports torch, transformers and the plugins once) and streams the same messages a pool worker
+sends over its pipe: `("check", name)`, `("result", dict)`, `("done", model_type)`, after a
+`("started", worker)` that starts the type's clock. The driver keeps the pool's promises:
+
+* timeout: no `done` within --timeout of the task starting; the task is cancelled (Ray kills
+  its worker) and the check that was running, and those after it, get `timeout` rows;
+* crash: Ray retries a task whose worker died once; when the retry dies too, `crash` rows;
+* oom: Ray's memory monitor killed the worker (Ray retries those itself until the timeout).
+
+Ray re-runs a retried task from the start and skips the messages already delivered, so a row
+is never duplicated; rows delivered before a death are kept, as in the pool.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import time
+from collections import deque
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from auditor.cases import ModelCase
+from auditor.checks import Options
+from auditor.pool import START_TIMEOUT, PoolError, death_rows
+from auditor.results import Result, Status
+
+POLL_SECONDS = 0.25
+INSTALL_HINT = "pip install 'model-sweep-auditor[ray]'"
+# The checks that run models on --device: only their tasks ask for GPUs.
+GPU_CHECKS = ("compile", "tiny")
+CONNECT_TIMEOUT = 10.0
+LOCAL_OBJECT_STORE_BYTES = 100 * 2**20  # messages are small; Ray's default takes 30% of RAM
+
+
+class ClusterError(PoolError):
+    """The Ray cluster cannot run the sweep: unreachable, too small, or its workers cannot start."""
+
+
+@dataclass(frozen=True)
+class RaySettings:
+    address: str | None  # None: start a local cluster on loopback, with `jobs` CPUs
+    jobs: int
+    timeout: float
+    plugins: tuple[str, ...] = ()
+    gpus_per_task: float = 0.0
+    online: bool = False
+
+
+@dataclass
+class _Task:
+    case: ModelCase
+    submitted: float
+    started: float | None = None
+    worker: str = ""
+    check: str = ""
+    results: list[Result] = field(default_factory=list)
+
+
+class RayExecutor:
+    """Runs model cases as Ray tasks; iterate `run(cases)` for per-model batches, like WorkerPool."""
+
+    def __init__(self, settings: RaySettings, options: Options) -> None:
+        self.settings = _absolute_plugins(settings)
+        self.options = options
+        self._connected = False
+        self._slots = 0
+        self._remote = None
+        self._any_started = False
+
+    def connect(self) -> RayExecutor:
+        """Join the cluster (or start the local one) now, so a bad address fails before any row."""
+        if self._connected:
+            return self
+        if not self.settings.address:
+            # Ray turns a node address of 127.0.0.1 into the machine's routable one, except where
+            # clusters are off (its switch for Windows and macOS): then the local cluster's
+            # processes talk over loopback. Read when ray is imported, so set before that.
+            os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+        import ray
+
+        env = {} if self.settings.online else {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+        common = dict(log_to_driver=False, logging_level=logging.ERROR, runtime_env={"env_vars": env})
+        try:
+            if self.settings.address:
+                _check_reachable(self.settings.address)
+                ray.init(address=self.settings.address, **common)
+            else:
+                ray.init(address="local", num_cpus=self.settings.jobs, include_dashboard=False,
+                         _node_ip_address="127.0.0.1", object_store_memory=LOCAL_OBJECT_STORE_BYTES, **common)
+        except Exception as exc:  # ConnectionError, RuntimeError, ValueError, TimeoutError...
+            where = f"at {self.settings.address}" if self.settings.address else "on this machine"
+            raise ClusterError(f"cannot reach a Ray cluster {where}: {exc}") from None
+        self._connected = True
+        try:
+            self._slots = self._capacity(ray.cluster_resources())
+        except ClusterError:
+            self.close()
+            raise
+        self._remote = ray.remote(sweep_case).options(
+            num_cpus=1, num_gpus=self._gpus(), max_retries=1, retry_exceptions=False)
+        return self
+
+    def run(self, cases: Sequence[ModelCase]) -> Iterator[list[Result]]:
+        import ray
+
+        pending = deque(cases)
+        tasks: dict[object, _Task] = {}
+        try:
+            self.connect()
+            since = time.monotonic()
+            while pending or tasks:
+                while pending and len(tasks) < self._slots:
+                    case = pending.popleft()
+                    ref = self._remote.remote(case, self.options, self.settings.plugins)
+                    tasks[ref] = _Task(case, time.monotonic())
+                ready, _ = ray.wait(list(tasks), num_returns=1, timeout=POLL_SECONDS)
+                if ready:
+                    ready, _ = ray.wait(list(tasks), num_returns=len(tasks), timeout=0)
+                for ref in ready:
+                    yield from self._drain(ref, tasks)
+                yield from self._enforce_timeouts(tasks)
+                if not self._any_started and time.monotonic() - since > START_TIMEOUT:
+                    raise ClusterError(f"no Ray task started within {START_TIMEOUT:g} s; does the cluster "
+                                       "have the CPUs (and GPUs) a task asks for?")
+        finally:
+            for ref in tasks:
+                with contextlib.suppress(Exception):  # the cluster may be gone already
+                    ray.cancel(ref, force=True)
+            self.close()
+
+    def close(self) -> None:
+        """Leave the cluster; a local one stops with us, a remote one ends our job's workers."""
+        if self._connected:
+            import ray
+
+            ray.shutdown()
+            self._connected = False
+
+    # -- internals -------------------------------------------------------------------
+
+    def _gpus(self) -> float:
+        uses_device = any(check in GPU_CHECKS for check in self.options.checks)
+        return self.settings.gpus_per_task if uses_device else 0.0
+
+    def _capacity(self, resources: dict[str, float]) -> int:
+        """How many tasks to keep in flight: --jobs on the local cluster, what fits on a remote one."""
+        cpus = int(resources.get("CPU", 0))
+        slots = min(self.settings.jobs, cpus) if not self.settings.address else cpus
+        gpus = self._gpus()
+        if gpus:
+            if not resources.get("GPU"):
+                raise ClusterError(f"--gpus-per-task {gpus:g}: the Ray cluster has no GPUs")
+            slots = min(slots, int(resources["GPU"] / gpus))
+        if slots < 1:
+            raise ClusterError(f"the Ray cluster has no room for one task ({resources})")
+        return slots
+
+    def _drain(self, ref, tasks: dict[object, _Task]) -> Iterator[list[Result]]:
+        """Handle every message the task has delivered; yield its batch once it is finished."""
+        import ray
+
+        task = tasks[ref]
+        while ray.wait([ref], timeout=0)[0]:
+            try:
+                message = ray.get(next(ref))
+            except StopIteration:  # ended without "done": never expected from run_case
+                message = ("error", "the Ray task ended without finishing its model type")
+            except Exception as exc:
+                if isinstance(exc, ray.exceptions.RayTaskError) and task.started is None:
+                    raise ClusterError(f"a Ray worker cannot get ready: {_summary(exc.cause or exc)}") from None
+                del tasks[ref]
+                yield [*task.results, *self._death_rows(task, *_failure(exc))]
+                return
+            finished = self._handle(task, message)
+            if finished is not None:
+                del tasks[ref]
+                yield finished
+                return
+
+    def _handle(self, task: _Task, message: tuple) -> list[Result] | None:
+        kind, payload = message
+        if kind == "started":
+            task.started, task.worker = time.monotonic(), payload
+            self._any_started = True
+        elif kind == "check":
+            task.check = payload
+        elif kind == "result":
+            task.results.append(Result.from_json(payload))
+        elif kind == "done":
+            return task.results
+        elif kind == "error":
+            return [*task.results, *self._death_rows(task, Status.CRASH, f"Crash: {payload}")]
+        return None
+
+    def _enforce_timeouts(self, tasks: dict[object, _Task]) -> Iterator[list[Result]]:
+        import ray
+
+        now = time.monotonic()
+        for ref, task in list(tasks.items()):
+            if task.started is not None and now - task.started > self.settings.timeout:
+                yield from self._drain(ref, tasks)  # it may have finished just now
+                if ref in tasks:
+                    ray.cancel(ref, force=True)
+                    del tasks[ref]
+                    message = f"Timeout: no result after {self.settings.timeout:g} s"
+                    yield [*task.results, *self._death_rows(task, Status.TIMEOUT, message)]
+
+    def _death_rows(self, task: _Task, status: Status, message: str) -> list[Result]:
+        seconds = time.monotonic() - (task.started or task.submitted)
+        return death_rows(task.case, self.options, task.results, task.check, status, message,
+                          seconds=seconds, worker=task.worker)
+
+
+def _absolute_plugins(settings: RaySettings) -> RaySettings:
+    """Plugin files as absolute paths: a Ray worker's working directory is not the driver's."""
+    from dataclasses import replace
+
+    plugins = tuple(str(Path(p).resolve()) if p.endswith(".py") or Path(p).is_file() else p
+                    for p in settings.plugins)
+    return replace(settings, plugins=plugins)
+
+
+def _check_reachable(address: str) -> None:
+    """Fail in seconds on a HOST:PORT where nothing listens: ray.init retries for many minutes."""
+    import socket
+
+    host, sep, port = address.rpartition(":")
+    if not sep or not port.isdigit() or "://" in address:
+        return  # "auto", or a scheme Ray resolves itself
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=CONNECT_TIMEOUT).close()
+    except OSError as exc:
+        raise ConnectionError(f"nothing answers at {address} ({exc.strerror or exc})") from None
+
+
+def _failure(exc: BaseException) -> tuple[Status, str]:
+    """The status and message of a task that did not deliver its model type."""
+    from ray import exceptions as rx
+
+    if isinstance(exc, rx.OutOfMemoryError):
+        return Status.OOM, "OutOfMemory: Ray's memory monitor killed the worker (its node ran short of memory)"
+    if isinstance(exc, (rx.WorkerCrashedError, rx.NodeDiedError, rx.LocalRayletDiedError)):
+        return Status.CRASH, f"Crash: the Ray worker process died, also on the retry ({type(exc).__name__})"
+    if isinstance(exc, rx.RayTaskError):  # our task code raised: an auditor bug, not the model's
+        return Status.CRASH, f"Crash: the Ray task failed: {_summary(exc.cause or exc)}"
+    return Status.CRASH, f"Crash: {_summary(exc)}"
+
+
+def _summary(exc: BaseException) -> str:
+    """`Type: message`, on one line (a RayTaskError's text is a whole traceback: its last line)."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    return f"{type(exc).__name__}: {lines[-1] if lines else ''}"
+
+
+# -- what runs in the Ray worker ---------------------------------------------------------
+
+_PREPARED: dict[tuple, list] = {}  # (plugins, checks) -> the check objects, once per worker process
+
+
+def sweep_case(case: ModelCase, options: Options, plugins: tuple[str, ...]) -> Iterator[tuple]:
+    """A Ray task (a generator: Ray streams each message to the driver as it is yielded)."""
+    import ray
+
+    from auditor.worker import run_case
+
+    selected = _prepared(plugins, options.checks)
+    worker = f"{ray.util.get_node_ip_address()}:{os.getpid()}"  # which node and process made the rows
+    yield ("started", worker)
+    yield from run_case(case, selected, options, worker=worker)
+
+
+def _prepared(plugins: tuple[str, ...], names: tuple[str, ...]) -> list:
+    key = (plugins, names)
+    if key not in _PREPARED:
+        import torch  # noqa: F401  (import once per worker process, as a pool worker does)
+        import transformers  # noqa: F401
+
+        from auditor import cases, checks
+
+        cases.load_plugins(plugins)
+        _PREPARED[key] = [checks.get(name) for name in names]
+    return _PREPARED[key]

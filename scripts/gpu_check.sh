@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# The compile check on one GPU machine, in two passes, then the report:
+#   1. every model type, --device cuda --backend aot_eager (tracing plus AOT autograd on the GPU);
+#   2. inductor on a fixed sample of twenty common types (text, vision-language, audio,
+#      encoder-decoder), the backend a serving engine uses.
+# It installs nothing: run it where torch with CUDA, transformers and this project are installed
+# (pip install -e . in an environment that has them). Several workers share the one GPU.
+#
+#   scripts/gpu_check.sh [OUT]      (default OUT: reports/gpu-<UTC time>)
+# Environment: JOBS (default: three quarters of the cores; tracing is single-threaded Python, the
+# GPU is barely busy), TIMEOUT per model type (default 240 s), PYTHON (default: python3),
+# AUDITOR_EXTRA (more `auditor sweep` options, e.g. --compile-encoders). For a dry run without a
+# GPU: DEVICE=cpu MODELS=llama,gpt2 SAMPLE=gpt2 scripts/gpu_check.sh /tmp/dry
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PYTHON=${PYTHON:-python3}
+OUT=${1:-reports/gpu-$(date -u +%Y%m%d-%H%M%S)}
+CORES=$(nproc)
+JOBS=${JOBS:-$(( CORES * 3 / 4 > 1 ? CORES * 3 / 4 : 1 ))}
+DEVICE=${DEVICE:-cuda}
+MODELS=${MODELS:-}
+TIMEOUT=${TIMEOUT:-240}
+# Inductor compiles inside each worker: no pool of compile processes per worker on top of JOBS.
+export TORCHINDUCTOR_COMPILE_THREADS=${TORCHINDUCTOR_COMPILE_THREADS:-1}
+export HF_HUB_OFFLINE=1
+SAMPLE=${SAMPLE:-"llama,mistral,qwen2,qwen3,qwen3_moe,mixtral,gemma2,gemma3_text,phi3,gpt2,gpt_neox,deepseek_v3,\
+llava,qwen2_vl,qwen2_5_vl,gemma3,idefics3,whisper,qwen2_audio,bert"}
+
+[ "$DEVICE" = cuda ] && "$PYTHON" - <<'EOF'
+import sys
+import torch
+if not torch.cuda.is_available():
+    sys.exit(f"gpu_check: torch {torch.__version__} sees no CUDA device; this script needs one GPU")
+print(f"gpu_check: torch {torch.__version__}, {torch.cuda.get_device_name(0)}", file=sys.stderr)
+EOF
+
+mkdir -p "$OUT"
+start=$(date +%s)
+run() {  # NAME ARGS...: one timed sweep into OUT/NAME
+  local name=$1; shift
+  local t0=$(date +%s)
+  "$PYTHON" -m auditor sweep --checks compile --device "$DEVICE" --jobs "$JOBS" --timeout "$TIMEOUT" \
+    -o "$OUT/$name" --overwrite --label "$DEVICE $name" ${AUDITOR_EXTRA:-} "$@"
+  echo "$name: $(( $(date +%s) - t0 )) s" | tee -a "$OUT/timings.txt"
+}
+: > "$OUT/timings.txt"
+run aot_eager --backend aot_eager ${MODELS:+--models "$MODELS"}
+run inductor --backend inductor --models "$SAMPLE"
+echo "total: $(( $(date +%s) - start )) s (jobs $JOBS, $CORES cores)" | tee -a "$OUT/timings.txt"
+
+"$PYTHON" -m auditor report "$OUT/aot_eager" "$OUT/inductor" -o "$OUT/report"
+for name in aot_eager inductor; do  # counts per status and the slowest types, for BENCHMARKS.md
+  "$PYTHON" benchmarks/compile_sweep.py --from "$OUT/$name" > "$OUT/$name.md"
+done
+cat "$OUT/timings.txt"
+echo "gpu_check: results in $OUT (aot_eager/, inductor/, report/report.html, *.md, timings.txt)"
