@@ -7,6 +7,7 @@ import datetime
 import os
 import re
 import shlex
+import signal
 import sys
 from pathlib import Path
 
@@ -86,6 +87,9 @@ def add_parser(subparsers) -> None:
 
 
 def run_sweep(args: argparse.Namespace) -> int:
+    # Python leaves SIGINT ignored when the shell started us that way (a background job); Ctrl-C
+    # must always stop the pool cleanly and keep the rows, so take it back.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     options, settings, outdir = _validate(args)
     if not args.online:
         os.environ["HF_HUB_OFFLINE"] = "1"
