@@ -29,17 +29,18 @@ class Progress:
         # A model type counts once, under its worst status across its rows.
         self.counts[_headline(results)] += 1
         if self._bar is not None:
-            self._bar.set_postfix_str(self._summary(), refresh=False)
+            self._bar.set_postfix_str(self.summary(), refresh=False)
             self._bar.update(1)
         elif time.monotonic() - self._last >= self.interval or self.done == self.total:
             self._last = time.monotonic()
-            print(f"[{self.done}/{self.total}] {self._summary()} · eta {self._eta()}", file=self.stream, flush=True)
+            print(f"[{self.done}/{self.total}] {self.summary()} · eta {self._eta()}", file=self.stream, flush=True)
 
     def close(self) -> None:
         if self._bar is not None:
             self._bar.close()
 
-    def _summary(self) -> str:
+    def summary(self) -> str:
+        """Model types per headline status, most common first."""
         return " ".join(f"{status}={count}" for status, count in self.counts.most_common())
 
     def _eta(self) -> str:

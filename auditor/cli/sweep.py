@@ -160,7 +160,7 @@ def _execute(todo, options, settings, path: Path, info, *, append: bool, args) -
               f"row is in {path}.\nResume with: auditor sweep --output {shlex.quote(str(path.parent))} "
               f"--resume {_selection_flags(args)}".rstrip(), file=sys.stderr)
         return EXIT_INTERRUPTED
-    print(f"Done: {progress._summary() or 'nothing to do'}. Results in {path.parent}/", file=sys.stderr)
+    print(f"Done: {progress.summary() or 'nothing to do'}. Results in {path.parent}/", file=sys.stderr)
     return EXIT_OK
 
 
