@@ -23,6 +23,9 @@ from auditor.errors import signature_of
 from auditor.results import Result, Status
 
 POLL_SECONDS = 0.25
+# How often a busy worker's memory is measured: reading a process tree's resident memory
+# scans /proc, and doing it on every message would cost the parent a core's third.
+MEMORY_POLL_SECONDS = 0.25
 START_TIMEOUT = 300.0
 MAX_FAILED_STARTS = 3
 
@@ -52,6 +55,7 @@ class _Worker:
     results: list[Result] = field(default_factory=list)
     tasks: int = 0
     spawned: float = field(default_factory=time.monotonic)
+    memory_checked: float = 0.0
 
 
 class WorkerPool:
@@ -179,7 +183,11 @@ class WorkerPool:
 
     def _over_memory(self, worker: _Worker) -> bool:
         limit = self.settings.max_memory
-        return bool(limit) and _resident_bytes(worker.process.pid) > limit
+        now = time.monotonic()
+        if not limit or now - worker.memory_checked < MEMORY_POLL_SECONDS:
+            return False
+        worker.memory_checked = now
+        return _resident_bytes(worker.process.pid) > limit
 
     def _replace(self, worker: _Worker, final: list[Result] | None) -> Iterator[list[Result]]:
         """Kill `worker`, yield what it had for its model type plus `final`, start a new one."""

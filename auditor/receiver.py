@@ -244,6 +244,7 @@ def far_build(payload: bytes, policies: Sequence[str], shared_build: bool = True
     for every type whose config came by value.
     """
     from auditor.checks.decorate import verdicts
+    from auditor.checks.recording import constructions
     from auditor.meta import build_on_meta, no_init_weights
 
     parcel = pickle.loads(payload)
@@ -252,11 +253,11 @@ def far_build(payload: bytes, policies: Sequence[str], shared_build: bool = True
     start = time.perf_counter()
     try:
         with _registered(type(config), getattr(parcel, "model_class", None)):
-            # This build only finds the components (the parent's plain build already ran the
-            # weight initialisation on the same values), so it skips it, as the recorded one does.
-            with no_init_weights():
+            # The parent's plain build already ran the weight initialisation on the same values, so
+            # this one skips it; its construction log is the policies' recorded build.
+            with no_init_weights(), constructions() as log:
                 model = build_on_meta(config)
-            found = [_verdict_json(v) for v in verdicts(config, model, policies, shared_build)]
+            found = [_verdict_json(v) for v in verdicts(config, model, policies, shared_build, log)]
         facts["verdicts"] = found
         facts["build_seconds"] = time.perf_counter() - start
     except Exception as exc:

@@ -30,6 +30,8 @@ def main(conn, name: str, plugins: Sequence[str], options: Options) -> None:
 
     cases.load_plugins(plugins)
     selected = [checks.get(check) for check in options.checks]
+    for check in selected:
+        check.start(options)
     conn.send(("ready", os.getpid()))
     while True:
         case = conn.recv()

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from auditor.cases import ModelCase
 from auditor.checks import register
 from auditor.checks.interface import CaseContext, Check, Failure, Options
-from auditor.checks.recording import Recording, recording
+from auditor.checks.recording import ConstructionLog, Recording, recording
 from auditor.components import Component, find_components
 from auditor.errors import describe, message_of, signature_of
 from auditor.results import Result, Status
@@ -44,10 +44,12 @@ class Verdict:
         )
 
 
-def verdicts(config, model, policies: Sequence[str], shared_build: bool = True) -> Iterator[Verdict]:
+def verdicts(config, model, policies: Sequence[str], shared_build: bool = True,
+             log: ConstructionLog | None = None) -> Iterator[Verdict]:
     """Build `config` on the meta device under each policy, for each component of `model`.
 
-    `model` is the plain meta build of `config`, used only to find the components.
+    `model` is the plain meta build of `config`, used to find the components; `log`, the
+    ConstructionLog of that build, spares the recorded build where it can stand in for it.
     """
     from auditor.decorators import get_policy
 
@@ -56,7 +58,10 @@ def verdicts(config, model, policies: Sequence[str], shared_build: bool = True) 
     record = None
     start = time.perf_counter()
     if shared_build and any(_is_own(d) for d in decorators):
-        record = _record(config, components.items)  # None: fall back to a build per policy
+        classes = [component.cls for component in components.items]
+        record = log.recording(classes) if log is not None else None
+        if record is None:
+            record = _record(config, classes)  # None: fall back to a build per policy
     # The shared build's time is charged to the first row, so the rows add up to the check's cost.
     for decorator in decorators:
         for component in components.items:
@@ -76,7 +81,8 @@ class DecorateCheck(Check):
             yield from self.failed_rows(case, context.options, plain)
             return
         options = context.options
-        for verdict in verdicts(context.config(), context.model(), options.policies, options.shared_policy_build):
+        for verdict in verdicts(context.config(), context.model(), options.policies, options.shared_policy_build,
+                                context.constructions()):
             yield verdict.result(case.model_type, self.name)
 
     def failed_rows(self, case: ModelCase, options: Options, failure: Failure) -> list[Result]:
@@ -85,7 +91,7 @@ class DecorateCheck(Check):
                        message=failure.message, signature=failure.signature) for policy in options.policies]
 
 
-def _record(config, items: tuple[Component, ...]) -> Recording | None:
+def _record(config, classes: list[type]) -> Recording | None:
     """The components' __init__ calls during one build, or None if that build fails.
 
     Weight initialisation is skipped (transformers' `no_init_weights`): it cannot change the
@@ -94,7 +100,7 @@ def _record(config, items: tuple[Component, ...]) -> Recording | None:
     from auditor.meta import build_on_meta, no_init_weights
 
     try:
-        with recording([component.cls for component in items]) as record, no_init_weights():
+        with recording(classes) as record, no_init_weights():
             build_on_meta(config)
     except Exception:
         return None

@@ -30,6 +30,10 @@ class Options:
     backend: str = "aot_eager"  # torch.compile backend of the compile check
     compile_encoders: bool = False  # the compile check also compiles encoder components
     compile_policy: str = "fixed"  # the decorator policy the compile check builds under
+    # The sweep's Ray cluster for the pickle check's Ray round trip (auditor.remote.ray_trip),
+    # or why there is none; both empty: a worker starts a cluster of its own when it needs one.
+    ray_address: str = ""
+    ray_unavailable: str = ""
 
 
 @dataclass(frozen=True)
@@ -49,6 +53,11 @@ class Check(abc.ABC):
     requires: tuple[str, ...] = ()
     # Whether it builds real models on --device (cpu or cuda) rather than on the meta device.
     runs_models: bool = False
+
+    def start(self, options: Options) -> None:  # noqa: B027  (optional, not abstract)
+        """Called once in each pool worker before it reports ready, for what the check keeps
+        between model types (a helper process, say), so that starting it is never charged to
+        the first model type's --timeout. Nothing to do by default."""
 
     @abc.abstractmethod
     def run(self, case: ModelCase, context: CaseContext) -> Iterator[Result]:
@@ -77,6 +86,7 @@ class CaseContext:
         self._model: object = None
         self._failure: BaseException | None = None
         self._config_failure: BaseException | None = None
+        self._constructions = None
 
     def config(self):
         from auditor.meta import make_config
@@ -106,6 +116,7 @@ class CaseContext:
 
     def model(self):
         """The plain meta-built model, built once; re-raises the build's failure each time."""
+        from auditor.checks.recording import constructions
         from auditor.meta import build_on_meta
 
         if self._failure is not None:
@@ -113,8 +124,16 @@ class CaseContext:
         if self._model is None:
             config = self.config()
             try:
-                self._model = build_on_meta(config, trust_remote_code=bool(self.case.remote_code))
+                with constructions() as log:
+                    self._model = build_on_meta(config, trust_remote_code=bool(self.case.remote_code))
             except BaseException as exc:
                 self._failure = exc
                 raise
+            self._constructions = log
         return self._model
+
+    def constructions(self):
+        """The plain build's ConstructionLog (auditor.checks.recording): what the decorate
+        check replays its policies on instead of building again."""
+        self.model()
+        return self._constructions

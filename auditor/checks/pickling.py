@@ -45,8 +45,25 @@ class PickleCheck(Check):
     def __init__(self) -> None:
         self._receiver = None  # one per worker, reused across model types
         self._ray = None
-        if _in_sweep_worker():
-            self._warm_up()
+
+    def start(self, options: Options) -> None:
+        """Start the receiver, and join the sweep's Ray cluster, before the worker says it is
+        ready: an interpreter start takes seconds, more on a busy machine, and must not be
+        charged to the first model type's --timeout. A failure here is left for the rows to
+        report."""
+        from auditor.receiver import FarSideError
+        from auditor.remote.ray_trip import RayTrip, ray_missing
+
+        try:
+            self._far(options).start()
+        except FarSideError:
+            pass
+        if not ray_missing():
+            self._ray = RayTrip(address=options.ray_address, unavailable=options.ray_unavailable)
+            try:
+                self._ray.start()
+            except Exception:
+                pass  # remembered by RayTrip, reported in the ray column
 
     def run(self, case: ModelCase, context: CaseContext) -> Iterator[Result]:
         try:
@@ -71,7 +88,7 @@ class PickleCheck(Check):
         try:
             yield self._by_ref_remote(case, remote, far)
             yield from self._by_value(case, context, plain, Parcel(remote, model_class), far)
-            yield self._by_ray(case, Parcel(remote, model_class))
+            yield self._by_ray(case, Parcel(remote, model_class), context.options)
         finally:
             if not case.remote_code:
                 _forget(remote)
@@ -151,7 +168,7 @@ class PickleCheck(Check):
                          seconds=verdict["seconds"],
                          extras={**extras, **({"note": verdict["note"]} if verdict["note"] else {})})
 
-    def _by_ray(self, case: ModelCase, parcel) -> Result:
+    def _by_ray(self, case: ModelCase, parcel, options: Options) -> Result:
         from auditor.remote.ray_trip import RayTrip, ray_missing
 
         reason = ray_missing()
@@ -159,7 +176,7 @@ class PickleCheck(Check):
             return _row(case, RAY, Status.SKIPPED, reason)
         start = time.perf_counter()
         if self._ray is None:
-            self._ray = RayTrip()
+            self._ray = RayTrip(address=options.ray_address, unavailable=options.ray_unavailable)
         try:
             facts = self._ray.round_trip(parcel)
         except Exception as exc:
@@ -174,24 +191,6 @@ class PickleCheck(Check):
         components = _components(context) if plain is None else ["decoder"]
         yield from _far_rows(case, components, context.options.policies, plain or skipped)
         yield _row(case, RAY, Status.SKIPPED, reason)
-
-    def _warm_up(self) -> None:
-        """Start the receiver (and Ray's cluster) with the worker, before it says it is ready:
-        an interpreter start takes seconds, more on a busy machine, and must not be charged to
-        the first model type's --timeout. A failure here is left for the rows to report."""
-        from auditor.receiver import FarSideError
-        from auditor.remote.ray_trip import RayTrip, ray_missing
-
-        try:
-            self._far(Options()).start()
-        except FarSideError:
-            pass
-        if not ray_missing():
-            self._ray = RayTrip()
-            try:
-                self._ray.start()
-            except Exception:
-                pass  # remembered by RayTrip, reported in the ray column
 
     def _far(self, options: Options):
         from auditor.receiver import Receiver
@@ -227,14 +226,6 @@ def _forget(remote) -> None:
     module = type(remote).__module__
     if is_dynamic(module):
         forget_dynamic_modules(".".join(module.split(".")[:2]))
-
-
-def _in_sweep_worker() -> bool:
-    """Whether this process is one of the pool's workers (named `auditor-w<N>` by the pool):
-    the check is also made in the parent, to read its failed_rows, where nothing may start."""
-    import multiprocessing
-
-    return multiprocessing.current_process().name.startswith("auditor-w")
 
 
 def _components(context: CaseContext) -> list[str]:

@@ -6,6 +6,10 @@ of one build per policy, the component classes' `__init__` is wrapped by a recor
 keeps each call's `self` and positional arguments and changes nothing else; each policy's
 check is then run on the recorded calls. The first call a policy rejects is where its
 real build would have stopped.
+
+The plain build can itself be that recording: a ConstructionLog open around it logs every
+module's constructor arguments, and the components' calls are picked from it afterwards
+(`recording()` wraps the classes for a build of its own where the log cannot serve).
 """
 
 from __future__ import annotations
@@ -61,3 +65,97 @@ def _wrap(cls: type, calls: list[Call]) -> None:
         old_init(self, *args, **kwargs)
 
     cls.__init__ = __init__
+
+
+# -- the construction log: the recording taken from the plain build itself -------------------
+
+_active: list | None = None  # the entries of the innermost open log, or None
+
+
+@dataclass
+class ConstructionLog:
+    """Every torch module created while the log was open, with its constructor's positional
+    arguments, in creation order.
+
+    The positional arguments `Cls(*args)` hands to `__init__` are exactly those it hands to
+    `__new__`, so a pass-through `torch.nn.Module.__new__` sees every component's arguments
+    without knowing the components in advance: the plain build can serve as the recorded
+    build, and the decorate check needs no build of its own.
+    """
+
+    entries: list[tuple[object, tuple]] = field(default_factory=list)
+
+    def recording(self, classes: Sequence[type]) -> Recording | None:
+        """The Recording that wrapping `classes`' `__init__` would have made of the same build,
+        or None where the log cannot tell: a class with a `__new__` of its own (it may not pass
+        the arguments on), or an instance of a subclass, whose `super().__init__` call reaches
+        the class's `__init__` with arguments that `__new__` never sees."""
+        import torch
+
+        wanted = [cls for cls in dict.fromkeys(classes) if isinstance(cls, type) and issubclass(cls, torch.nn.Module)]
+        if not _installed() or any(_own_new(cls) for cls in wanted):
+            return None
+        record = Recording({cls: [] for cls in wanted})
+        signatures = {cls: inspect.signature(cls.__init__) for cls in wanted}
+        subclass_of_wanted: dict[type, bool] = {}
+        for module, args in self.entries:
+            cls = type(module)
+            if cls in record.calls:
+                record.calls[cls].append(Call(module, signatures[cls], args))
+                continue
+            if cls not in subclass_of_wanted:
+                subclass_of_wanted[cls] = any(issubclass(cls, base) for base in wanted)
+            if subclass_of_wanted[cls]:
+                return None
+        return record
+
+
+@contextlib.contextmanager
+def constructions() -> Iterator[ConstructionLog]:
+    """Log module constructions while in the block (see ConstructionLog); nests."""
+    global _active
+    _install()
+    log = ConstructionLog()
+    saved, _active = _active, log.entries
+    try:
+        yield log
+    finally:
+        _active = saved
+
+
+def _new(cls, *args, **kwargs):
+    module = object.__new__(cls)
+    if _active is not None:
+        _active.append((module, args))
+    return module
+
+
+def _install() -> None:
+    """Give torch.nn.Module the logging `__new__`, once per process, for good.
+
+    It cannot be taken back: after an assigned `__new__` is deleted (or set back to
+    `object.__new__`), CPython's `object.__new__` rejects the constructor arguments of every
+    subclass. So it stays, and logs nothing while no log is open.
+    """
+    import torch
+
+    if torch.nn.Module.__dict__.get("__new__") is None:
+        torch.nn.Module.__new__ = staticmethod(_new)
+
+
+def _installed() -> bool:
+    import torch
+
+    hook = torch.nn.Module.__dict__.get("__new__")
+    return isinstance(hook, staticmethod) and hook.__func__ is _new
+
+
+def _own_new(cls: type) -> bool:
+    import torch
+
+    for klass in cls.__mro__:
+        if klass is torch.nn.Module:
+            return False
+        if "__new__" in klass.__dict__:
+            return True
+    return False

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime
 import os
 import re
@@ -135,10 +136,17 @@ def _header_device(options) -> str:
 def _execute(todo, options, settings, path: Path, info, *, append: bool, args) -> int:
     from auditor.pool import PoolError
 
-    try:
-        executor = _executor(args, settings, options)
-    except PoolError as exc:  # e.g. a Ray address that cannot be reached: before any row
-        raise UsageError(str(exc)) from None
+    with _ray_for_pickle(args, options) as options:
+        try:
+            executor = _executor(args, settings, options)
+        except PoolError as exc:  # e.g. a Ray address that cannot be reached: before any row
+            raise UsageError(str(exc)) from None
+        return _drive(executor, todo, path, info, append=append, args=args)
+
+
+def _drive(executor, todo, path: Path, info, *, append: bool, args) -> int:
+    from auditor.pool import PoolError
+
     progress = Progress(len(todo))
     writer = ResultsWriter(path, info, append=append)
     interrupted = False
@@ -162,6 +170,32 @@ def _execute(todo, options, settings, path: Path, info, *, append: bool, args) -
         return EXIT_INTERRUPTED
     print(f"Done: {progress.summary() or 'nothing to do'}. Results in {path.parent}/", file=sys.stderr)
     return EXIT_OK
+
+
+@contextlib.contextmanager
+def _ray_for_pickle(args: argparse.Namespace, options):
+    """The options, with the one local Ray cluster that the pool's workers share for the pickle
+    check's Ray round trip (rather than a cluster per worker). Under --executor ray the tasks
+    use the sweep's own cluster; without Ray installed the column is skipped."""
+    from dataclasses import replace
+
+    from auditor.remote.ray_trip import LocalCluster, ray_missing
+
+    if "pickle" not in options.checks or args.executor != "local" or ray_missing():
+        yield options
+        return
+    print("Starting a local Ray cluster for the pickle check's Ray round trip...", file=sys.stderr)
+    cluster = LocalCluster(cpus=args.jobs)
+    try:
+        address = cluster.start()
+    except Exception as exc:  # reported in every Ray row; the other checks go on
+        cluster.close()
+        yield replace(options, ray_unavailable=f"RayClusterError: the sweep's local Ray cluster did not start: {exc}")
+        return
+    try:
+        yield replace(options, ray_address=address)
+    finally:
+        cluster.close()
 
 
 def _write_tables(outdir: Path) -> None:

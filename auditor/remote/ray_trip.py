@@ -1,14 +1,17 @@
 """The by-value round trip through Ray: a task on a local cluster, with Ray's own cloudpickle.
 
 Ray vendors its own copy of cloudpickle (`ray.cloudpickle`), so an engine registers
-`transformers_modules` with that copy too. The cluster is local, on loopback, started once
-per worker on first use; its worker processes get a modules cache of their own, empty.
+`transformers_modules` with that copy too. The cluster is local, on loopback. A sweep starts
+one for all its workers (`LocalCluster`, in the parent); each worker joins it as a driver of
+its own, so its tasks run in Ray workers that get a modules cache of their own, empty. A
+RayTrip used outside a sweep starts a cluster of its own on first use.
 """
 
 from __future__ import annotations
 
 import importlib.util
 import logging
+import os
 import shutil
 import tempfile
 
@@ -23,15 +26,54 @@ def ray_missing() -> str:
     return ""
 
 
-class RayTrip:
-    """A local Ray cluster of this process, started on first use."""
+class RayUnavailable(RuntimeError):
+    """The sweep's cluster did not start; every Ray row says why."""
 
-    def __init__(self, timeout: float = TASK_TIMEOUT) -> None:
+
+class LocalCluster:
+    """The sweep's own Ray cluster on loopback, started by the parent for all its workers.
+
+    One cluster (GCS, raylet, agents: most of a gigabyte) instead of one per worker; a CPU per
+    worker, so each worker's Ray worker process stays up between its tasks.
+    """
+
+    def __init__(self, cpus: int) -> None:
+        self.cpus = cpus
+        self.address = ""
+
+    def start(self) -> str:
+        """Start it; its address (host:port) for the workers to join. Raises on failure."""
+        from auditor.remote.workspace import workdir
+
+        # Loopback only: see RayExecutor.connect. Read when ray is imported, so set before.
+        os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+        import ray
+
+        ray.init(address="local", num_cpus=self.cpus, include_dashboard=False, _node_ip_address="127.0.0.1",
+                 object_store_memory=80 * 2**20, log_to_driver=False, logging_level=logging.ERROR,
+                 _temp_dir=str(workdir() / "ray"))
+        self.address = ray.get_runtime_context().gcs_address
+        return self.address
+
+    def close(self) -> None:
+        import ray
+
+        if ray.is_initialized():
+            ray.shutdown()
+
+
+class RayTrip:
+    """The round trip from one process: joins `address` (a LocalCluster's), or, without one,
+    starts a local cluster of its own on first use. `unavailable`: why the sweep has no
+    cluster; every round trip then fails with that reason, without trying again."""
+
+    def __init__(self, timeout: float = TASK_TIMEOUT, address: str = "", unavailable: str = "") -> None:
         self.timeout = timeout
+        self.address = address
         self._task = None
-        self._failure: Exception | None = None
+        self._failure: Exception | None = RayUnavailable(unavailable) if unavailable else None
         self._cache: str | None = None
-        self._owns_cluster = False
+        self._owns_cluster = False  # whether close() leaves (or stops) a cluster
 
     def start(self) -> None:
         """Start the cluster now (it is otherwise started on first use)."""
@@ -78,6 +120,11 @@ class RayTrip:
             # Inside a task of `auditor sweep --executor ray`: the sweep's own cluster is the far
             # side (a second cluster cannot be started from a Ray worker, nor may it leave this one).
             return ray.remote(max_retries=0)(receive).options(num_cpus=1, runtime_env={"env_vars": env})
+        if self.address:
+            self._owns_cluster = True  # our connection: close() leaves the cluster, it stays up
+            ray.init(address=self.address, log_to_driver=False, logging_level=logging.ERROR,
+                     runtime_env={"env_vars": env})
+            return ray.remote(max_retries=0)(receive).options(num_cpus=1)
         from auditor.remote.workspace import workdir
 
         self._owns_cluster = True
