@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 from typing import Any
 
 
@@ -63,19 +64,25 @@ def build_on_meta(config, trust_remote_code: bool = False):
 
 
 def model_facts(model) -> dict[str, Any]:
-    """Class, size, and how many tensors escaped the meta device, for the build row."""
-    from accelerate.utils import compute_module_sizes
+    """Class, size, and how many tensors escaped the meta device, for the build row.
 
+    `parameter_bytes` is accelerate's `compute_module_sizes(model)[""]` (parameters and buffers,
+    each at its dtype's size), added up with the same accelerate helpers but without the
+    per-submodule totals that function also makes: those cost a tenth of a meta build.
+    """
+    from accelerate.utils import dtype_byte_size, named_module_tensors
+
+    byte_size = functools.cache(dtype_byte_size)  # it parses str(dtype) with a regex each call
     escaped = [
         name
         for name, tensor in _named_tensors(model)
         if tensor is not None and tensor.device.type != "meta"
     ]
-    sizes = compute_module_sizes(model)
+    size = sum(tensor.numel() * byte_size(tensor.dtype) for _, tensor in named_module_tensors(model, recurse=True))
     return {
         "model_class": type(model).__name__,
         "parameters": sum(p.numel() for p in model.parameters()),
-        "parameter_bytes": int(sizes.get("", 0)),
+        "parameter_bytes": int(size),
         "escaped": len(escaped),
         "escaped_names": escaped[:5],
     }

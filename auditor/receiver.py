@@ -26,6 +26,7 @@ import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
+from auditor.remote.workspace import child_environment
 from auditor.results import Status
 
 MESSAGE_TIMEOUT = 120.0  # seconds for one answer; then the receiver is killed
@@ -116,7 +117,7 @@ class Receiver:
         parent, child = ctx.Pipe()
         self._cache = tempfile.mkdtemp(prefix="auditor-far-modules-")
         process = ctx.Process(target=main, args=(child,), name="auditor-receiver", daemon=True)
-        with _environment(HF_MODULES_CACHE=self._cache), _children_allowed():
+        with child_environment(HF_MODULES_CACHE=self._cache), _children_allowed():
             process.start()
         child.close()
         self._process, self._conn, self._loaded = process, parent, ()
@@ -157,21 +158,6 @@ class Receiver:
         if self._cache is not None:
             shutil.rmtree(self._cache, ignore_errors=True)
             self._cache = None
-
-
-@contextlib.contextmanager
-def _environment(**values: str) -> Iterator[None]:
-    """Set environment variables for a child about to start, then put them back."""
-    saved = {name: os.environ.get(name) for name in values}
-    os.environ.update(values)
-    try:
-        yield
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
 
 
 @contextlib.contextmanager

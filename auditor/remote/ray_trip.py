@@ -40,18 +40,27 @@ class LocalCluster:
     def __init__(self, cpus: int) -> None:
         self.cpus = cpus
         self.address = ""
+        self._cache: str | None = None
 
     def start(self) -> str:
-        """Start it; its address (host:port) for the workers to join. Raises on failure."""
-        from auditor.remote.workspace import workdir
+        """Start it; its address (host:port) for the workers to join. Raises on failure.
+
+        Its Ray workers inherit an empty modules cache of their own through the environment of
+        the processes that start them, rather than through a per-job runtime_env: so the Python
+        workers that Ray starts ahead of time with the cluster serve the first tasks, instead
+        of idling while each job starts workers of its own.
+        """
+        from auditor.remote.workspace import child_environment, workdir
 
         # Loopback only: see RayExecutor.connect. Read when ray is imported, so set before.
         os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
         import ray
 
-        ray.init(address="local", num_cpus=self.cpus, include_dashboard=False, _node_ip_address="127.0.0.1",
-                 object_store_memory=80 * 2**20, log_to_driver=False, logging_level=logging.ERROR,
-                 _temp_dir=str(workdir() / "ray"))
+        self._cache = tempfile.mkdtemp(prefix="auditor-ray-modules-")
+        with child_environment(HF_MODULES_CACHE=self._cache):
+            ray.init(address="local", num_cpus=self.cpus, include_dashboard=False, _node_ip_address="127.0.0.1",
+                     object_store_memory=80 * 2**20, log_to_driver=False, logging_level=logging.ERROR,
+                     _temp_dir=str(workdir() / "ray"))
         self.address = ray.get_runtime_context().gcs_address
         return self.address
 
@@ -60,6 +69,9 @@ class LocalCluster:
 
         if ray.is_initialized():
             ray.shutdown()
+        if self._cache is not None:
+            shutil.rmtree(self._cache, ignore_errors=True)
+            self._cache = None
 
 
 class RayTrip:
@@ -114,17 +126,17 @@ class RayTrip:
     def _start(self):
         import ray
 
+        if self.address and not ray.is_initialized():
+            # A LocalCluster's: its workers have their own empty modules cache already.
+            self._owns_cluster = True  # our connection: close() leaves the cluster, it stays up
+            ray.init(address=self.address, log_to_driver=False, logging_level=logging.ERROR)
+            return ray.remote(max_retries=0)(receive).options(num_cpus=1)
         self._cache = tempfile.mkdtemp(prefix="auditor-ray-modules-")
         env = {"HF_MODULES_CACHE": self._cache, "HF_HUB_OFFLINE": "1"}
         if ray.is_initialized():
             # Inside a task of `auditor sweep --executor ray`: the sweep's own cluster is the far
             # side (a second cluster cannot be started from a Ray worker, nor may it leave this one).
             return ray.remote(max_retries=0)(receive).options(num_cpus=1, runtime_env={"env_vars": env})
-        if self.address:
-            self._owns_cluster = True  # our connection: close() leaves the cluster, it stays up
-            ray.init(address=self.address, log_to_driver=False, logging_level=logging.ERROR,
-                     runtime_env={"env_vars": env})
-            return ray.remote(max_retries=0)(receive).options(num_cpus=1)
         from auditor.remote.workspace import workdir
 
         self._owns_cluster = True

@@ -9,10 +9,12 @@ user's cache and two workers never share one.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import os
 import shutil
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 DYNAMIC_PACKAGE = "transformers_modules"
@@ -57,13 +59,54 @@ def is_dynamic(module_name: str) -> bool:
     return module_name == DYNAMIC_PACKAGE or module_name.startswith(DYNAMIC_PACKAGE + ".")
 
 
+@contextlib.contextmanager
+def child_environment(**values: str) -> Iterator[None]:
+    """Set environment variables for children about to start (they inherit them), then put
+    them back."""
+    saved = {name: os.environ.get(name) for name in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+class _DynamicModules:
+    """The dynamic modules in sys.modules, found by looking only at names new since the last
+    look: a scan of every loaded module's name, per message, was a measurable share of a sweep.
+    transformers may put a remote-code module into sys.modules without its package, so every
+    name is looked at once; names that left sys.modules are forgotten, and looked at again if
+    they come back."""
+
+    def __init__(self) -> None:
+        self._seen: set[str] = set()
+        self._dynamic: set[str] = set()
+
+    def loaded(self) -> set[str]:
+        names = sys.modules.keys()
+        new = names - self._seen
+        self._seen &= names
+        self._seen |= new
+        self._dynamic &= names
+        self._dynamic.update(name for name in new if is_dynamic(name))
+        return set(self._dynamic)
+
+
+_dynamic_modules = _DynamicModules()
+
+
 def dynamic_modules_loaded() -> list[str]:
     """Names of dynamic modules imported in this process."""
-    return sorted(name for name in sys.modules if is_dynamic(name))
+    return sorted(_dynamic_modules.loaded())
 
 
 def forget_dynamic_modules(prefix: str) -> None:
-    """Drop the modules under `prefix` from sys.modules, so one model type's remote code
-    does not outlive it."""
-    for name in [name for name in sys.modules if name == prefix or name.startswith(prefix + ".")]:
-        del sys.modules[name]
+    """Drop the modules under `prefix` (a package inside the dynamic one) from sys.modules, so
+    one model type's remote code does not outlive it."""
+    for name in _dynamic_modules.loaded():
+        if name == prefix or name.startswith(prefix + "."):
+            del sys.modules[name]
