@@ -41,6 +41,8 @@ class PoolSettings:
     max_memory: int | None  # bytes of resident memory per worker (with its children)
     plugins: tuple[str, ...] = ()
     max_tasks_per_worker: int = 0  # 0: never recycle
+    # Where the workers' stdout and stderr go (warnings, crash tracebacks); "": inherited.
+    log_file: str = ""
 
 
 @dataclass
@@ -105,7 +107,7 @@ class WorkerPool:
         parent, child = self._ctx.Pipe()
         process = self._ctx.Process(
             target=worker_module.main,
-            args=(child, name, self.settings.plugins, self.options),
+            args=(child, name, self.settings.plugins, self.options, self.settings.log_file),
             name=f"auditor-{name}",
             daemon=True,
         )

@@ -20,9 +20,15 @@ from auditor.errors import describe
 from auditor.results import Result
 
 
-def main(conn, name: str, plugins: Sequence[str], options: Options) -> None:
-    """Entry point of a worker process (started with multiprocessing's spawn)."""
+def main(conn, name: str, plugins: Sequence[str], options: Options, log_file: str = "") -> None:
+    """Entry point of a worker process (started with multiprocessing's spawn).
+
+    `log_file`: where its stdout and stderr go (appended), and those of the processes it
+    starts: transformers' warnings, and the Python traceback of a crash (faulthandler).
+    """
     os.setpgrp()  # the pool kills our whole process group on timeout
+    if log_file:
+        _write_output_to(log_file, name)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
     import torch  # noqa: F401  (import once, up front: this is what the pool amortizes)
     import transformers  # noqa: F401
@@ -43,6 +49,22 @@ def main(conn, name: str, plugins: Sequence[str], options: Options) -> None:
             return
         for message in run_case(case, selected, options, worker=name):
             conn.send(message)
+
+
+def _write_output_to(log_file: str, name: str) -> None:
+    """Point file descriptors 1 and 2 at `log_file`, so that C code, child processes and Python
+    alike write there, and dump a traceback there if the process is killed by a fault."""
+    import faulthandler
+    import sys
+
+    fd = os.open(log_file, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    os.close(fd)
+    sys.stdout.flush()
+    print(f"--- worker {name} (pid {os.getpid()}) started {time.strftime('%Y-%m-%d %H:%M:%S')}", file=sys.stderr,
+          flush=True)
+    faulthandler.enable(file=sys.stderr)
 
 
 def run_case(case: ModelCase, selected: Sequence[Check], options: Options, worker: str = "") -> Iterator[tuple]:

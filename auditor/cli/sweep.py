@@ -19,6 +19,7 @@ from auditor.results import RESULTS_FILE, ResultsFileError, ResultsWriter, done_
 DEFAULT_TIMEOUT = 300.0
 DEFAULT_CHECKS = "build,decorate,pickle"
 DEFAULT_POLICIES = "legacy,fixed,fixed-no-config-skip"
+WORKER_LOG = "workers.log"  # the workers' stdout and stderr, in the output directory
 
 
 def add_parser(subparsers) -> None:
@@ -120,6 +121,8 @@ def run_sweep(args: argparse.Namespace) -> int:
             raise UsageError(f"cannot resume: {exc}") from None
         print(f"Resuming: {len(already)} model types already done.", file=sys.stderr)
     todo = [case for case in selected if case.model_type not in already]
+    if not already:  # a new run (or --overwrite): a new log; --resume appends to the old one
+        (outdir / WORKER_LOG).unlink(missing_ok=True)
 
     info = probe(shlex.join(["auditor", *sys.argv[1:]]), device=_header_device(options), checks=options.checks,
                  label=args.label, shard=_shard_text(args.shard))
@@ -169,7 +172,14 @@ def _drive(executor, todo, path: Path, info, *, append: bool, args) -> int:
               f"--resume {_selection_flags(args)}".rstrip(), file=sys.stderr)
         return EXIT_INTERRUPTED
     print(f"Done: {progress.summary() or 'nothing to do'}. Results in {path.parent}/", file=sys.stderr)
+    _mention_worker_log(path.parent)
     return EXIT_OK
+
+
+def _mention_worker_log(outdir: Path) -> None:
+    log = outdir / WORKER_LOG
+    if log.exists() and log.stat().st_size:
+        print(f"Workers' own output (transformers warnings, crash tracebacks): {log}", file=sys.stderr)
 
 
 @contextlib.contextmanager
@@ -238,6 +248,7 @@ def _validate(args: argparse.Namespace):
         max_memory=_memory_limit(args.max_memory, args.jobs),
         plugins=tuple(args.plugin),
         max_tasks_per_worker=max(0, args.max_tasks_per_worker),
+        log_file=str(outdir / WORKER_LOG),
     )
     return options, settings, outdir
 

@@ -86,6 +86,16 @@ def test_csv_tables_are_written(mixed_run):
     assert dict(zip(matrix.model_type, matrix.build, strict=False))["auditor_hang"] == "timeout"
 
 
+def test_worker_output_goes_to_the_log_not_the_terminal(mixed_run):
+    proc, out = mixed_run
+    log = (out / "workers.log").read_text()
+    # The segfaulting type leaves its Python traceback behind, which the crash row points to.
+    assert "Fatal Python error: Segmentation fault" in log and "troublemakers.py" in log
+    assert log.count("--- worker w") >= 3  # two workers, and the ones that replaced the dead
+    assert "Fatal Python error" not in proc.stderr
+    assert f"{out / 'workers.log'}" in proc.stderr
+
+
 def test_identical_failures_share_a_signature(mixed_run):
     _, out = mixed_run
     rows = by_type(read_rows(out)[1])
