@@ -78,10 +78,9 @@ class RayExecutor:
         if self._connected:
             return self
         if not self.settings.address:
-            # Ray turns a node address of 127.0.0.1 into the machine's routable one, except where
-            # clusters are off (its switch for Windows and macOS): then the local cluster's
-            # processes talk over loopback. Read when ray is imported, so set before that.
-            os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+            from auditor.remote.ray_trip import loopback_only
+
+            loopback_only()
         import ray
 
         env = {} if self.settings.online else {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}

@@ -13,6 +13,7 @@ import importlib.util
 import logging
 import os
 import shutil
+import sys
 import tempfile
 
 TASK_TIMEOUT = 120.0
@@ -24,6 +25,18 @@ def ray_missing() -> str:
     if importlib.util.find_spec("ray") is None:
         return f"Ray is not installed ({INSTALL_HINT})"
     return ""
+
+
+def loopback_only() -> None:
+    """Keep a local cluster on 127.0.0.1, never on the machine's routable address (an open Ray
+    cluster runs anyone's code). Ray takes the routable one unless its cluster mode is off,
+    which it reads from RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER when imported: so the variable is set
+    for the processes the cluster starts, and the constant too where ray is already imported.
+    A user who set the variable to 1 keeps Ray's own choice."""
+    if os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0") == "0":
+        constants = sys.modules.get("ray._private.ray_constants")
+        if constants is not None:
+            constants.ENABLE_RAY_CLUSTER = False
 
 
 class RayUnavailable(RuntimeError):
@@ -52,8 +65,7 @@ class LocalCluster:
         """
         from auditor.remote.workspace import child_environment, workdir
 
-        # Loopback only: see RayExecutor.connect. Read when ray is imported, so set before.
-        os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+        loopback_only()
         import ray
 
         self._cache = tempfile.mkdtemp(prefix="auditor-ray-modules-")
@@ -139,6 +151,7 @@ class RayTrip:
             return ray.remote(max_retries=0)(receive).options(num_cpus=1, runtime_env={"env_vars": env})
         from auditor.remote.workspace import workdir
 
+        loopback_only()
         self._owns_cluster = True
         ray.init(
             address="local",
