@@ -262,6 +262,9 @@ def _kill(worker: _Worker) -> None:
     except (ProcessLookupError, PermissionError):
         pass
     worker.conn.close()
+    from auditor.remote.workspace import remove_workdir_of
+
+    remove_workdir_of(pid)  # its scratch files: twins, modules caches (it had no time to clean up)
 
 
 def _resident_bytes(pid: int | None) -> int:

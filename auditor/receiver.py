@@ -21,12 +21,11 @@ import pickle
 import shutil
 import signal
 import sys
-import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from auditor.remote.workspace import child_environment
+from auditor.remote.workspace import child_environment, scratch
 from auditor.results import Status
 
 MESSAGE_TIMEOUT = 120.0  # seconds for one answer; then the receiver is killed
@@ -115,7 +114,7 @@ class Receiver:
     def _start(self) -> None:
         ctx = multiprocessing.get_context("spawn")
         parent, child = ctx.Pipe()
-        self._cache = tempfile.mkdtemp(prefix="auditor-far-modules-")
+        self._cache = scratch("far-modules-")
         process = ctx.Process(target=main, args=(child,), name="auditor-receiver", daemon=True)
         with child_environment(HF_MODULES_CACHE=self._cache), _children_allowed():
             process.start()

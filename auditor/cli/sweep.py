@@ -98,7 +98,13 @@ def run_sweep(args: argparse.Namespace) -> int:
         os.environ["TRANSFORMERS_OFFLINE"] = "1"
 
     from auditor import cases
+    from auditor.remote.workspace import remove_orphaned_workdirs
     from auditor.runinfo import probe
+
+    orphans = remove_orphaned_workdirs()
+    if orphans:
+        print(f"Removed {len(orphans)} scratch director{'y' if len(orphans) == 1 else 'ies'} left in "
+              f"{Path(orphans[0]).parent} by auditor processes that were killed.", file=sys.stderr)
 
     try:
         cases.load_plugins(settings.plugins)

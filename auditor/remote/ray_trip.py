@@ -14,7 +14,6 @@ import logging
 import os
 import shutil
 import sys
-import tempfile
 
 TASK_TIMEOUT = 120.0
 INSTALL_HINT = "pip install 'model-sweep-auditor[ray]'"
@@ -63,12 +62,12 @@ class LocalCluster:
         workers that Ray starts ahead of time with the cluster serve the first tasks, instead
         of idling while each job starts workers of its own.
         """
-        from auditor.remote.workspace import child_environment, workdir
+        from auditor.remote.workspace import child_environment, scratch, workdir
 
         loopback_only()
         import ray
 
-        self._cache = tempfile.mkdtemp(prefix="auditor-ray-modules-")
+        self._cache = scratch("ray-modules-")
         with child_environment(HF_MODULES_CACHE=self._cache):
             ray.init(address="local", num_cpus=self.cpus, include_dashboard=False, _node_ip_address="127.0.0.1",
                      object_store_memory=80 * 2**20, log_to_driver=False, logging_level=logging.ERROR,
@@ -143,7 +142,9 @@ class RayTrip:
             self._owns_cluster = True  # our connection: close() leaves the cluster, it stays up
             ray.init(address=self.address, log_to_driver=False, logging_level=logging.ERROR)
             return ray.remote(max_retries=0)(receive).options(num_cpus=1)
-        self._cache = tempfile.mkdtemp(prefix="auditor-ray-modules-")
+        from auditor.remote.workspace import scratch
+
+        self._cache = scratch("ray-modules-")
         env = {"HF_MODULES_CACHE": self._cache, "HF_HUB_OFFLINE": "1"}
         if ray.is_initialized():
             # Inside a task of `auditor sweep --executor ray`: the sweep's own cluster is the far

@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 DYNAMIC_PACKAGE = "transformers_modules"
+WORKDIR_PREFIX = "auditor-"  # then the process id, a dash, and mkdtemp's letters
 
 _workdir: Path | None = None
 _modules_cache: Path | None = None
@@ -27,9 +28,36 @@ def workdir() -> Path:
     """A temporary directory of this process, created on first use and removed at exit."""
     global _workdir
     if _workdir is None:
-        _workdir = Path(tempfile.mkdtemp(prefix=f"auditor-{os.getpid()}-"))
+        _workdir = Path(tempfile.mkdtemp(prefix=f"{WORKDIR_PREFIX}{os.getpid()}-"))
         atexit.register(shutil.rmtree, _workdir, ignore_errors=True)
     return _workdir
+
+
+def scratch(prefix: str) -> str:
+    """A new directory inside this process's workdir: it goes when the workdir goes, and
+    the pool removes a killed worker's workdir (remove_workdir_of), so nothing is left behind
+    in the temporary directory even when a model type takes its worker down."""
+    return tempfile.mkdtemp(prefix=prefix, dir=workdir())
+
+
+def remove_workdir_of(pid: int) -> None:
+    """Remove the workdir of process `pid` (dead: killed, or crashed before its atexit)."""
+    for path in Path(tempfile.gettempdir()).glob(f"{WORKDIR_PREFIX}{pid}-*"):
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def remove_orphaned_workdirs() -> list[str]:
+    """Remove the workdirs of auditor processes that no longer exist (a parent killed with
+    SIGKILL cannot clean up after itself); the paths removed."""
+    import psutil
+
+    removed = []
+    for path in Path(tempfile.gettempdir()).glob(f"{WORKDIR_PREFIX}*-*"):
+        pid = path.name[len(WORKDIR_PREFIX):].split("-", 1)[0]
+        if pid.isdigit() and path.is_dir() and not psutil.pid_exists(int(pid)):
+            shutil.rmtree(path, ignore_errors=True)
+            removed.append(str(path))
+    return removed
 
 
 def private_modules_cache() -> Path:

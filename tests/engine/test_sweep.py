@@ -1,10 +1,12 @@
 """`auditor sweep` end to end: real worker processes, real transformers, misbehaving plugins."""
 
 import json
+import re
 import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import psutil
 import pytest
@@ -191,3 +193,24 @@ def test_rows_do_not_depend_on_what_ran_before_in_the_worker(tmp_path):
                         "--jobs", "1", "--max-tasks-per-worker", "1", "-o", str(tmp_path / "alone"))
     assert together.returncode == 0 and alone.returncode == 0, together.stderr + alone.stderr
     assert _comparable(tmp_path / "together") == _comparable(tmp_path / "alone")
+
+
+def test_killed_workers_and_killed_sweeps_leave_no_scratch_behind(tmp_path):
+    import tempfile
+
+    scratch_root = Path(tempfile.gettempdir())
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    orphan = scratch_root / f"auditor-{int(dead.stdout)}-left-by-a-killed-sweep"
+    (orphan / "twins").mkdir(parents=True)
+    before = {path.name for path in scratch_root.glob("auditor-*")}
+
+    # The pickle check gives each worker scratch (its receiver's modules cache, its twins); the
+    # segfault takes the worker down before it can clean up, so the pool does.
+    proc = run_auditor("sweep", "--plugin", TROUBLEMAKERS, "--models", "auditor_segfault,auditor_fine",
+                       "--checks", "build,pickle", "--jobs", "1", "-o", str(tmp_path))
+
+    assert proc.returncode == 0, proc.stderr
+    assert by_type(read_rows(tmp_path)[1])["auditor_segfault"]["status"] == "crash"
+    assert not orphan.exists() and re.search(r"Removed \d+ scratch director(y|ies) left in", proc.stderr)
+    left = {path.name for path in scratch_root.glob("auditor-*")} - before
+    assert left == set()

@@ -69,6 +69,6 @@ def test_the_sweep_s_cluster_gives_its_ray_workers_an_empty_modules_cache_of_the
     finally:
         cluster.close()
     assert address.startswith("127.0.0.1:")
-    assert cache.startswith(tempfile.gettempdir()) and "auditor-ray-modules-" in cache
+    assert cache.startswith(tempfile.gettempdir()) and "/auditor-" in cache and "ray-modules-" in cache
     assert contents == []  # empty: nothing of the parent's (or the user's) remote code is there
     assert cache != os.environ.get("HF_MODULES_CACHE") and not os.path.exists(cache)  # removed with the cluster
