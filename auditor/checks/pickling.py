@@ -52,16 +52,15 @@ class PickleCheck(Check):
         charged to the first model type's --timeout. A failure here is left for the rows to
         report."""
         from auditor.receiver import FarSideError
-        from auditor.remote.ray_trip import RayTrip, ray_missing
+        from auditor.remote.ray_trip import ray_missing
 
         try:
             self._far(options).start()
         except FarSideError:
             pass
         if not ray_missing():
-            self._ray = RayTrip(address=options.ray_address, unavailable=options.ray_unavailable)
             try:
-                self._ray.start()
+                self._trip(options).start()
             except Exception:
                 pass  # remembered by RayTrip, reported in the ray column
 
@@ -169,16 +168,14 @@ class PickleCheck(Check):
                          extras={**extras, **({"note": verdict["note"]} if verdict["note"] else {})})
 
     def _by_ray(self, case: ModelCase, parcel, options: Options) -> Result:
-        from auditor.remote.ray_trip import RayTrip, ray_missing
+        from auditor.remote.ray_trip import ray_missing
 
         reason = ray_missing()
         if reason:
             return _row(case, RAY, Status.SKIPPED, reason)
         start = time.perf_counter()
-        if self._ray is None:
-            self._ray = RayTrip(address=options.ray_address, unavailable=options.ray_unavailable)
         try:
-            facts = self._ray.round_trip(parcel)
+            facts = self._trip(options).round_trip(parcel)
         except Exception as exc:
             failure = _failure_of(exc)
             return _row(case, RAY, failure.status, failure.message, start, signature=failure.signature)
@@ -191,6 +188,14 @@ class PickleCheck(Check):
         components = _components(context) if plain is None else ["decoder"]
         yield from _far_rows(case, components, context.options.policies, plain or skipped)
         yield _row(case, RAY, Status.SKIPPED, reason)
+
+    def _trip(self, options: Options):
+        """This worker's RayTrip: into the sweep's cluster, made once."""
+        from auditor.remote.ray_trip import RayTrip
+
+        if self._ray is None:
+            self._ray = RayTrip(address=options.ray_address, unavailable=options.ray_unavailable)
+        return self._ray
 
     def _far(self, options: Options):
         from auditor.receiver import Receiver
