@@ -51,7 +51,6 @@ class LocalCluster:
 
     def __init__(self, cpus: int) -> None:
         self.cpus = cpus
-        self.address = ""
         self._cache: str | None = None
 
     def start(self) -> str:
@@ -62,18 +61,12 @@ class LocalCluster:
         workers that Ray starts ahead of time with the cluster serve the first tasks, instead
         of idling while each job starts workers of its own.
         """
-        from auditor.remote.workspace import child_environment, scratch, workdir
-
-        loopback_only()
-        import ray
+        from auditor.remote.workspace import child_environment, scratch
 
         self._cache = scratch("ray-modules-")
         with child_environment(HF_MODULES_CACHE=self._cache):
-            ray.init(address="local", num_cpus=self.cpus, include_dashboard=False, _node_ip_address="127.0.0.1",
-                     object_store_memory=80 * 2**20, log_to_driver=False, logging_level=logging.ERROR,
-                     _temp_dir=str(workdir() / "ray"))
-        self.address = ray.get_runtime_context().gcs_address
-        return self.address
+            ray = _start_local(self.cpus)
+        return ray.get_runtime_context().gcs_address
 
     def close(self) -> None:
         import ray
@@ -150,25 +143,25 @@ class RayTrip:
             # Inside a task of `auditor sweep --executor ray`: the sweep's own cluster is the far
             # side (a second cluster cannot be started from a Ray worker, nor may it leave this one).
             return ray.remote(max_retries=0)(receive).options(num_cpus=1, runtime_env={"env_vars": env})
-        from auditor.remote.workspace import workdir
-
-        loopback_only()
         self._owns_cluster = True
-        ray.init(
-            address="local",
-            num_cpus=1,
-            include_dashboard=False,
-            _node_ip_address="127.0.0.1",
-            object_store_memory=80 * 2**20,
-            log_to_driver=False,
-            logging_level=logging.ERROR,
-            runtime_env={"env_vars": env},
-            _temp_dir=str(workdir() / "ray"),  # its session files go when this process does
-            # Ray puts each of its workers in a process group of its own; kept in ours instead,
-            # they die with the sweep worker when the pool kills its group (timeout, Ctrl-C).
-            _system_config={"process_group_cleanup_enabled": False},
-        )
+        # Ray puts each of its workers in a process group of its own; kept in ours instead, they
+        # die with the sweep worker when the pool kills its group (timeout, Ctrl-C).
+        _start_local(1, runtime_env={"env_vars": env}, _system_config={"process_group_cleanup_enabled": False})
         return ray.remote(max_retries=0)(receive).options(num_cpus=1)
+
+
+def _start_local(cpus: int, **options):
+    """Start a local cluster on loopback with this process as its driver; the ray module."""
+    from auditor.remote.workspace import workdir
+
+    loopback_only()
+    import ray
+
+    ray.init(address="local", num_cpus=cpus, include_dashboard=False, _node_ip_address="127.0.0.1",
+             object_store_memory=80 * 2**20, log_to_driver=False, logging_level=logging.ERROR,
+             _temp_dir=str(workdir() / "ray"),  # its session files go when this process does
+             **options)
+    return ray
 
 
 def receive(parcel) -> dict:
