@@ -25,6 +25,7 @@ import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
+from auditor import heap
 from auditor.remote.workspace import child_environment, scratch
 from auditor.results import Status
 
@@ -184,6 +185,7 @@ def main(conn) -> None:
     import torch
     import transformers  # noqa: F401  (up front: the per-message cost is the pickle only)
 
+    heap.settle()
     conn.send(("ready", os.getpid()))
     dtype = torch.get_default_dtype()
     operations = {"load": load, "far-build": far_build, "plugins": load_plugins}
@@ -202,6 +204,7 @@ def main(conn) -> None:
         finally:
             torch.set_default_dtype(dtype)
         conn.send(reply)
+        heap.settle()  # as a worker does: its imports out of the later collections' way
 
 
 def _forget_modules_caches() -> None:

@@ -8,12 +8,12 @@ Nothing is ever read from its stdout, so a model that prints cannot corrupt a re
 
 from __future__ import annotations
 
-import gc
 import os
 import signal
 import time
 from collections.abc import Iterator, Sequence
 
+from auditor import heap
 from auditor.cases import ModelCase
 from auditor.checks import CaseContext, Check, Options
 from auditor.errors import describe
@@ -41,7 +41,7 @@ def main(conn, name: str, plugins: Sequence[str], options: Options, log_file: st
         check.start(options)
     # What is loaded now lives as long as the worker: out of the garbage collector's sight, it
     # is not scanned again by every full collection that a model type's build triggers.
-    gc.freeze()
+    heap.settle()
     conn.send(("ready", os.getpid()))
     while True:
         case = conn.recv()
@@ -49,6 +49,7 @@ def main(conn, name: str, plugins: Sequence[str], options: Options, log_file: st
             return
         for message in run_case(case, selected, options, worker=name):
             conn.send(message)
+        heap.settle()  # the next type's collections skip what this one imported
 
 
 def _write_output_to(log_file: str, name: str) -> None:
