@@ -23,9 +23,12 @@ from auditor.errors import signature_of
 from auditor.results import Result, Status
 
 POLL_SECONDS = 0.25
-# How often a busy worker's memory is measured: reading a process tree's resident memory
-# scans /proc, and doing it on every message would cost the parent a core's third.
+# How often a busy worker's memory is measured (its own and its children's resident memory).
 MEMORY_POLL_SECONDS = 0.25
+# How often a worker's children (its receiver, ...) are looked up again: finding them reads the
+# /proc entry of every process on the machine, which at every poll cost the parent a second of
+# CPU per sweep; reading the memory of processes already known costs next to nothing.
+CHILDREN_SECONDS = 2.0
 START_TIMEOUT = 300.0
 MAX_FAILED_STARTS = 3
 
@@ -58,6 +61,7 @@ class _Worker:
     tasks: int = 0
     spawned: float = field(default_factory=time.monotonic)
     memory_checked: float = 0.0
+    footprint: _Footprint | None = None
 
 
 class WorkerPool:
@@ -189,7 +193,9 @@ class WorkerPool:
         if not limit or now - worker.memory_checked < MEMORY_POLL_SECONDS:
             return False
         worker.memory_checked = now
-        return _resident_bytes(worker.process.pid) > limit
+        if worker.footprint is None:
+            worker.footprint = _Footprint(worker.process.pid)
+        return worker.footprint.resident_bytes(now) > limit
 
     def _replace(self, worker: _Worker, final: list[Result] | None) -> Iterator[list[Result]]:
         """Kill `worker`, yield what it had for its model type plus `final`, start a new one."""
@@ -267,20 +273,38 @@ def _kill(worker: _Worker) -> None:
     remove_workdir_of(pid)  # its scratch files: twins, modules caches (it had no time to clean up)
 
 
-def _resident_bytes(pid: int | None) -> int:
-    import psutil
+class _Footprint:
+    """A process's resident memory plus that of its descendants, found again every
+    CHILDREN_SECONDS; a process gone in between simply stops counting."""
 
-    try:
-        process = psutil.Process(pid)
-        total = process.memory_info().rss
-        for child in process.children(recursive=True):
+    def __init__(self, pid: int | None) -> None:
+        import psutil
+
+        try:
+            self._root = psutil.Process(pid)
+        except psutil.Error:
+            self._root = None
+        self._children: list = []
+        self._found = -CHILDREN_SECONDS
+
+    def resident_bytes(self, now: float) -> int:
+        import psutil
+
+        if self._root is None:
+            return 0
+        if now - self._found >= CHILDREN_SECONDS:
+            self._found = now
             try:
-                total += child.memory_info().rss
+                self._children = self._root.children(recursive=True)
+            except psutil.Error:
+                return 0
+        total = 0
+        for process in (self._root, *self._children):
+            try:
+                total += process.memory_info().rss
             except psutil.Error:
                 pass
         return total
-    except psutil.Error:
-        return 0
 
 
 def _format_bytes(count: int) -> str:

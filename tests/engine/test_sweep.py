@@ -34,7 +34,7 @@ def test_every_selected_type_ends_with_exactly_one_row(mixed_run):
     names = [row["model_type"] for row in rows if row["check"] == "build"]
     expected = set(REAL.split(",")) | {
         "auditor_fine", "auditor_hang", "auditor_exit", "auditor_segfault", "auditor_missing",
-        "auditor_hub", "auditor_hog", "auditor_bad_config",
+        "auditor_hub", "auditor_hog", "auditor_child_hog", "auditor_bad_config",
     }
     assert sorted(names) == sorted(expected)
 
@@ -54,6 +54,7 @@ def test_statuses_of_real_and_misbehaving_types(mixed_run):
     assert rows["auditor_missing"]["status"] == "missing-dependency"
     assert rows["auditor_hub"]["status"] == "needs-hub"
     assert rows["auditor_hog"]["status"] == "oom"
+    assert rows["auditor_child_hog"]["status"] == "oom"  # a worker's children count with it
     assert rows["auditor_bad_config"]["status"] == "config-error"
 
 
@@ -84,7 +85,7 @@ def test_csv_tables_are_written(mixed_run):
     long = pd.read_csv(out / "results.csv")
     matrix = pd.read_csv(out / "matrix.csv")
     assert len(long) == len(read_rows(out)[1]) and list(matrix.columns[:2]) == ["model_type", "build"]
-    assert len(matrix) == 14
+    assert len(matrix) == 15
     assert dict(zip(matrix.model_type, matrix.build, strict=False))["auditor_hang"] == "timeout"
 
 

@@ -6,6 +6,8 @@ Each type's name says what it does while being built.
 
 import ctypes
 import os
+import subprocess
+import sys
 import time
 
 import torch
@@ -66,6 +68,15 @@ def _hog():
     time.sleep(3600)
 
 
+def _child_hog():
+    # The worker stays small; a child it started takes the memory. The pool counts a worker's
+    # children with it (its receiver is one), so this is an `oom` too, and the child dies with
+    # the worker's process group.
+    subprocess.Popen([sys.executable, "-c", f"import time; held = bytearray({HOG_BYTES} + {HOG_BYTES // 2}); "
+                      "held[::4096] = bytes(len(held[::4096])); time.sleep(3600)"])
+    time.sleep(3600)
+
+
 def _bad_config():
     raise ValueError("auditor test: this default config cannot be made")
 
@@ -81,4 +92,5 @@ _make("auditor_segfault", _segfault)
 _make("auditor_missing", _missing)
 _make("auditor_hub", _fine, config_init=_hub)
 _make("auditor_hog", _hog)
+_make("auditor_child_hog", _child_hog)
 _make("auditor_bad_config", _fine, config_init=_bad_config)
