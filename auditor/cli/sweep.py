@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import contextlib
 import datetime
 import os
@@ -145,15 +146,27 @@ def _header_device(options) -> str:
 def _execute(todo, options, settings, path: Path, info, *, append: bool, args) -> int:
     from auditor.pool import PoolError
 
+    tables = _Tables(path.parent)
     with _ray_for_pickle(args, options) as options:
         try:
             executor = _executor(args, settings, options)
         except PoolError as exc:  # e.g. a Ray address that cannot be reached: before any row
             raise UsageError(str(exc)) from None
-        return _drive(executor, todo, path, info, append=append, args=args)
+        progress, interrupted = _drive(executor, todo, path, info, tables, append=append, args=args)
+    tables.finish()
+    if interrupted:
+        print(f"\nInterrupted: {progress.done} of {len(todo)} model types finished; every finished "
+              f"row is in {path}.\nResume with: auditor sweep --output {shlex.quote(str(path.parent))} "
+              f"--resume {_selection_flags(args)}".rstrip(), file=sys.stderr)
+        return EXIT_INTERRUPTED
+    print(f"Done: {progress.summary() or 'nothing to do'}. Results in {path.parent}/", file=sys.stderr)
+    _mention_worker_log(path.parent)
+    return EXIT_OK
 
 
-def _drive(executor, todo, path: Path, info, *, append: bool, args) -> int:
+def _drive(executor, todo, path: Path, info, tables: _Tables, *, append: bool, args) -> tuple[Progress, bool]:
+    """Run the sweep, writing each model type's rows as they come; the progress, and whether
+    it was interrupted."""
     from auditor.pool import PoolError
 
     progress = Progress(len(todo))
@@ -164,6 +177,7 @@ def _drive(executor, todo, path: Path, info, *, append: bool, args) -> int:
             writer.write_all(batch)
             if batch:
                 progress.update(batch[0].model_type, batch)
+            tables.rows_written(last=progress.done == len(todo))
     except KeyboardInterrupt:
         interrupted = True
     except PoolError as exc:
@@ -171,15 +185,38 @@ def _drive(executor, todo, path: Path, info, *, append: bool, args) -> int:
     finally:
         writer.close()
         progress.close()
-    _write_tables(path.parent)
-    if interrupted:
-        print(f"\nInterrupted: {progress.done} of {len(todo)} model types finished; every finished "
-              f"row is in {path}.\nResume with: auditor sweep --output {shlex.quote(str(path.parent))} "
-              f"--resume {_selection_flags(args)}".rstrip(), file=sys.stderr)
-        return EXIT_INTERRUPTED
-    print(f"Done: {progress.summary() or 'nothing to do'}. Results in {path.parent}/", file=sys.stderr)
-    _mention_worker_log(path.parent)
-    return EXIT_OK
+    return progress, interrupted
+
+
+class _Tables:
+    """results.csv, matrix.csv and report.html, from everything in results.jsonl.
+
+    Once the last model type's rows are written they are made on a thread of their own, while
+    the workers and the Ray cluster stop (a second or more each); `finish()` waits for them. An
+    interrupted sweep, or one with rows after the last model type's, gets them made in
+    `finish()` instead, from every row there is.
+    """
+
+    def __init__(self, outdir: Path) -> None:
+        self.outdir = outdir
+        self._thread: concurrent.futures.ThreadPoolExecutor | None = None
+        self._future: concurrent.futures.Future | None = None
+        self._stale = False
+
+    def rows_written(self, *, last: bool) -> None:
+        if self._future is not None:
+            self._stale = True  # more rows after the start: made again in finish()
+        elif last:
+            self._thread = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="auditor-tables")
+            self._future = self._thread.submit(_write_tables, self.outdir)
+
+    def finish(self) -> None:
+        if self._future is not None:
+            self._thread.shutdown()  # waits for it
+            if not self._stale:
+                self._future.result()  # raises what writing them raised
+                return
+        _write_tables(self.outdir)
 
 
 def _mention_worker_log(outdir: Path) -> None:
