@@ -266,12 +266,14 @@ def sweep_case(case: ModelCase, options: Options, plugins: tuple[str, ...]) -> I
     """A Ray task (a generator: Ray streams each message to the driver as it is yielded)."""
     import ray
 
+    from auditor import heap
     from auditor.worker import run_case
 
     selected = _prepared(plugins, options.checks)
     worker = f"{ray.util.get_node_ip_address()}:{os.getpid()}"  # which node and process made the rows
     yield ("started", worker)
     yield from run_case(case, selected, options, worker=worker)
+    heap.settle()  # as a pool worker does between model types
 
 
 def _prepared(plugins: tuple[str, ...], names: tuple[str, ...]) -> list:
