@@ -31,8 +31,10 @@ def kind_of(process: psutil.Process, parent_pid: int) -> str:
     if process.pid == parent_pid:
         return "parent"
     command = " ".join(process.cmdline())
-    if "spawn_main" in command:  # a pool worker (child of the parent) or its receiver
-        return "worker" if process.ppid() == parent_pid else "receiver"
+    if "spawn_main" in command:  # a pool worker or the Ray cluster's helper (children of the parent), or a receiver
+        if process.ppid() != parent_pid:
+            return "receiver"
+        return "ray system" if any(c.name() == "gcs_server" for c in process.children()) else "worker"
     if "default_worker" in command or process.name().startswith("ray::") and "Agent" not in process.name():
         return "ray worker"
     return "ray system"
@@ -67,7 +69,7 @@ def main() -> None:
             for process in tree:
                 try:
                     times = process.cpu_times()
-                    kind = seen[process.pid][0] if process.pid in seen else kind_of(process, proc.pid)
+                    kind = kind_of(process, proc.pid)  # again each time: a helper is a worker until its Ray starts
                     seen[process.pid] = (kind, times.user + times.system)
                 except psutil.Error:
                     pass

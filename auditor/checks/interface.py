@@ -30,10 +30,10 @@ class Options:
     backend: str = "aot_eager"  # torch.compile backend of the compile check
     compile_encoders: bool = False  # the compile check also compiles encoder components
     compile_policy: str = "fixed"  # the decorator policy the compile check builds under
-    # The sweep's Ray cluster for the pickle check's Ray round trip (auditor.remote.ray_trip),
-    # or why there is none; both empty: a worker starts a cluster of its own when it needs one.
-    ray_address: str = ""
-    ray_unavailable: str = ""
+    # Where the sweep's Ray cluster for the pickle check's Ray round trip announces its address
+    # or why it did not start (auditor.remote.ray_trip.LocalCluster);
+    # empty: a worker starts a cluster of its own when it needs one.
+    ray_cluster: str = ""
 
 
 @dataclass(frozen=True)

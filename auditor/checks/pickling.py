@@ -194,7 +194,7 @@ class PickleCheck(Check):
         from auditor.remote.ray_trip import RayTrip
 
         if self._ray is None:
-            self._ray = RayTrip(address=options.ray_address, unavailable=options.ray_unavailable)
+            self._ray = RayTrip(cluster=options.ray_cluster)
         return self._ray
 
     def _far(self, options: Options):

@@ -228,8 +228,10 @@ def _mention_worker_log(outdir: Path) -> None:
 @contextlib.contextmanager
 def _ray_for_pickle(args: argparse.Namespace, options):
     """The options, with the one local Ray cluster that the pool's workers share for the pickle
-    check's Ray round trip (rather than a cluster per worker). Under --executor ray the tasks
-    use the sweep's own cluster; without Ray installed the column is skipped."""
+    check's Ray round trip (rather than a cluster per worker). It starts while the workers
+    start; a cluster that does not start is reported in every Ray row, and the other checks go
+    on. Under --executor ray the tasks use the sweep's own cluster; without Ray
+    installed the column is skipped."""
     from dataclasses import replace
 
     from auditor.remote.ray_trip import LocalCluster, ray_missing
@@ -240,13 +242,7 @@ def _ray_for_pickle(args: argparse.Namespace, options):
     print("Starting a local Ray cluster for the pickle check's Ray round trip...", file=sys.stderr)
     cluster = LocalCluster(cpus=args.jobs)
     try:
-        address = cluster.start()
-    except Exception as exc:  # reported in every Ray row; the other checks go on
-        cluster.close()
-        yield replace(options, ray_unavailable=f"RayClusterError: the sweep's local Ray cluster did not start: {exc}")
-        return
-    try:
-        yield replace(options, ray_address=address)
+        yield replace(options, ray_cluster=cluster.start())
     finally:
         cluster.close()
 

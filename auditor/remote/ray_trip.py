@@ -2,20 +2,30 @@
 
 Ray vendors its own copy of cloudpickle (`ray.cloudpickle`), so an engine registers
 `transformers_modules` with that copy too. The cluster is local, on loopback. A sweep starts
-one for all its workers (`LocalCluster`, in the parent); each worker joins it as a driver of
-its own, so its tasks run in Ray workers that get a modules cache of their own, empty. A
-RayTrip used outside a sweep starts a cluster of its own on first use.
+one for all its workers (`LocalCluster`, from a helper process, while the workers start); it
+announces its address, or why it did not start, in a small JSON file, and each worker waits
+for that file and joins the cluster as a driver of its own, so its tasks run in Ray workers
+that get a modules cache of their own, empty. A RayTrip used outside a sweep starts a
+cluster of its own on first use.
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
+import json
 import logging
+import multiprocessing
 import os
 import shutil
+import signal
 import sys
+import time
+from pathlib import Path
 
 TASK_TIMEOUT = 120.0
+ANNOUNCE_TIMEOUT = 180.0  # seconds a worker waits for the sweep's cluster to say whether it started
+STOP_TIMEOUT = 30.0  # seconds for the cluster's helper to stop it
 INSTALL_HINT = "pip install 'model-sweep-auditor[ray]'"
 
 
@@ -43,51 +53,130 @@ class RayUnavailable(RuntimeError):
 
 
 class LocalCluster:
-    """The sweep's own Ray cluster on loopback, started by the parent for all its workers.
+    """The sweep's own Ray cluster on loopback, for all its workers.
 
     One cluster (GCS, raylet, agents: most of a gigabyte) instead of one per worker; a CPU per
-    worker, so each worker's Ray worker process stays up between its tasks.
+    worker, so each worker's Ray worker process stays up between its tasks. A helper process of
+    its own starts it and is its head's driver: so the cluster starts while the sweep's workers
+    import torch and transformers, and the parent is never a Ray driver. The helper stops the
+    cluster when asked, or when the parent is gone (its pipe closes).
     """
 
     def __init__(self, cpus: int) -> None:
         self.cpus = cpus
-        self._cache: str | None = None
+        self.announcement = ""  # the JSON file where it says its address, or why it did not start
+        self._process: multiprocessing.process.BaseProcess | None = None
+        self._conn = None
+        self._directory: str | None = None
 
     def start(self) -> str:
-        """Start it; its address (host:port) for the workers to join. Raises on failure.
+        """Start it, without waiting; the announcement's path, for `await_cluster`.
 
         Its Ray workers inherit an empty modules cache of their own through the environment of
-        the processes that start them, rather than through a per-job runtime_env: so the Python
-        workers that Ray starts ahead of time with the cluster serve the first tasks, instead
-        of idling while each job starts workers of its own.
+        the processes that start them (the helper, then the raylet), rather than through a
+        per-job runtime_env: so the Python workers that Ray starts ahead of time with the
+        cluster serve the first tasks, instead of idling while each job starts workers of its
+        own.
         """
         from auditor.remote.workspace import child_environment, scratch
 
-        self._cache = scratch("ray-modules-")
-        with child_environment(HF_MODULES_CACHE=self._cache):
-            ray = _start_local(self.cpus)
-        return ray.get_runtime_context().gcs_address
+        # Ray's token authentication, which a new local cluster turns on by default, set here
+        # rather than in the helper: the workers started from this process afterwards inherit the
+        # mode and present the token (Ray keeps it in ~/.ray/auth_token) when they join. A mode
+        # the user chose is kept.
+        os.environ.setdefault("RAY_AUTH_MODE", "token")
+        self._directory = scratch("ray-cluster-")
+        self.announcement = str(Path(self._directory) / "cluster.json")
+        cache = Path(self._directory) / "modules"
+        cache.mkdir()
+        ctx = multiprocessing.get_context("spawn")
+        ours, theirs = ctx.Pipe()
+        self._process = ctx.Process(target=_head, args=(theirs, self.cpus, self.announcement),
+                                    name="auditor-ray-head", daemon=True)
+        with child_environment(HF_MODULES_CACHE=str(cache)):
+            self._process.start()
+        theirs.close()
+        self._conn = ours
+        return self.announcement
 
     def close(self) -> None:
-        import ray
+        """Stop it and wait for it; the helper is killed if it does not end in time."""
+        process, self._process = self._process, None
+        if process is not None:
+            with contextlib.suppress(OSError, ValueError):
+                self._conn.send(None)
+            process.join(STOP_TIMEOUT)
+            if process.is_alive():
+                process.kill()
+                process.join(5.0)
+            from auditor.remote.workspace import remove_workdir_of
 
-        if ray.is_initialized():
-            ray.shutdown()
-        if self._cache is not None:
-            shutil.rmtree(self._cache, ignore_errors=True)
-            self._cache = None
+            remove_workdir_of(process.pid)  # its Ray session files, if it had no time to remove them
+            self._conn.close()
+        if self._directory is not None:
+            shutil.rmtree(self._directory, ignore_errors=True)
+            self._directory = None
+
+
+def _head(conn, cpus: int, announcement: str) -> None:
+    """Entry point of LocalCluster's helper process: start the cluster, say so, keep it up."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the sweep's to handle
+    try:
+        ray = _start_local(cpus)
+        address = ray.get_runtime_context().gcs_address
+    except Exception as exc:
+        _announce(announcement, error="RayClusterError: the sweep's local Ray cluster did not start: "
+                                     f"{type(exc).__name__}: {exc}")
+        return
+    _announce(announcement, address=address)
+    with contextlib.suppress(EOFError, OSError):
+        conn.recv()  # None: stop; EOF: the parent is gone
+    ray.shutdown()
+
+
+def _announce(path: str, **fields: str) -> None:
+    """Write the announcement whole: a reader never sees half of it."""
+    partial = f"{path}.partial"
+    Path(partial).write_text(json.dumps(fields), encoding="utf-8")
+    os.replace(partial, path)
+
+
+def await_cluster(announcement: str, timeout: float = ANNOUNCE_TIMEOUT) -> str:
+    """The address a LocalCluster announced in `announcement`, once it has; RayUnavailable with
+    its reason when it did not start, or when nothing came within `timeout` seconds."""
+    path = Path(announcement)
+    deadline = time.monotonic() + timeout
+    while not path.exists():
+        if time.monotonic() > deadline:
+            raise RayUnavailable(f"RayClusterError: the sweep's local Ray cluster did not say within "
+                                 f"{timeout:g} s whether it started ({announcement})")
+        time.sleep(0.05)
+    fields = json.loads(path.read_text(encoding="utf-8"))
+    if "error" in fields:
+        raise RayUnavailable(fields["error"])
+    return fields["address"]
+
+
+def join(announcement: str) -> None:
+    """Join the LocalCluster that announces itself in `announcement`, as a driver of its own,
+    once it is up (as each of the sweep's workers does); RayUnavailable if it did not start."""
+    loopback_only()  # Ray would otherwise swap 127.0.0.1 for the machine's routable address
+    import ray
+
+    ray.init(address=await_cluster(announcement), log_to_driver=False, logging_level=logging.ERROR)
 
 
 class RayTrip:
-    """The round trip from one process: joins `address` (a LocalCluster's), or, without one,
-    starts a local cluster of its own on first use. `unavailable`: why the sweep has no
-    cluster; every round trip then fails with that reason, without trying again."""
+    """The round trip from one process: joins the LocalCluster that announces itself in
+    `cluster` (the file that `LocalCluster.start` returned), or, without one, starts a local
+    cluster of its own on first use. A cluster that did not start fails every round trip with
+    its reason, without trying again."""
 
-    def __init__(self, timeout: float = TASK_TIMEOUT, address: str = "", unavailable: str = "") -> None:
+    def __init__(self, timeout: float = TASK_TIMEOUT, cluster: str = "") -> None:
         self.timeout = timeout
-        self.address = address
+        self.cluster = cluster
         self._task = None
-        self._failure: Exception | None = RayUnavailable(unavailable) if unavailable else None
+        self._failure: Exception | None = None
         self._cache: str | None = None
         self._owns_cluster = False  # whether close() leaves (or stops) a cluster
 
@@ -130,10 +219,10 @@ class RayTrip:
     def _start(self):
         import ray
 
-        if self.address and not ray.is_initialized():
+        if self.cluster and not ray.is_initialized():
             # A LocalCluster's: its workers have their own empty modules cache already.
+            join(self.cluster)
             self._owns_cluster = True  # our connection: close() leaves the cluster, it stays up
-            ray.init(address=self.address, log_to_driver=False, logging_level=logging.ERROR)
             return ray.remote(max_retries=0)(receive).options(num_cpus=1)
         from auditor.remote.workspace import scratch
 

@@ -1,5 +1,6 @@
 """The by-value round trip through a task on a local Ray cluster (loopback only)."""
 
+import importlib.util
 import tempfile
 
 import pytest
@@ -34,13 +35,15 @@ def test_a_remote_code_config_round_trips_through_a_ray_task():
     assert facts["dynamic_modules"] == []
 
 
-def test_without_the_sweep_s_cluster_every_round_trip_says_why():
+def test_without_the_sweep_s_cluster_every_round_trip_says_why(tmp_path):
     pytest.importorskip("ray", reason="Ray is not installed (the optional extra 'ray')")
     from auditor.checks.pickling import _failure_of
-    from auditor.remote.ray_trip import RayTrip, RayUnavailable
+    from auditor.remote.ray_trip import RayTrip, RayUnavailable, _announce
     from auditor.results import Status
 
-    trip = RayTrip(unavailable="RayClusterError: the sweep's local Ray cluster did not start: no ports")
+    announcement = str(tmp_path / "cluster.json")
+    _announce(announcement, error="RayClusterError: the sweep's local Ray cluster did not start: no ports")
+    trip = RayTrip(cluster=announcement)
     for _ in range(2):  # not retried per model type
         with pytest.raises(RayUnavailable) as caught:
             trip.round_trip(Parcel(twin_of("llama")))
@@ -49,26 +52,55 @@ def test_without_the_sweep_s_cluster_every_round_trip_says_why():
         assert "the sweep's local Ray cluster did not start: no ports" in failure.message
 
 
-def test_the_sweep_s_cluster_gives_its_ray_workers_an_empty_modules_cache_of_their_own():
-    pytest.importorskip("ray", reason="Ray is not installed (the optional extra 'ray')")
-    import os
+def test_a_cluster_that_never_says_anything_is_waited_for_a_bounded_time(tmp_path):
+    from auditor.remote.ray_trip import RayUnavailable, await_cluster
 
-    import ray
+    with pytest.raises(RayUnavailable, match=r"did not say within 0.2 s whether it started"):
+        await_cluster(str(tmp_path / "never-written.json"), timeout=0.2)
+
+
+_A_WORKER_JOINS = """
+import json, os, sys
+from auditor.remote.ray_trip import join
+import ray
+
+@ray.remote(num_cpus=1)
+def cache_of_a_ray_worker():
+    cache = os.environ.get("HF_MODULES_CACHE", "")
+    return cache, sorted(os.listdir(cache)) if cache and os.path.isdir(cache) else None
+
+join(sys.argv[1])
+cache, contents = ray.get(cache_of_a_ray_worker.remote(), timeout=120)
+print(json.dumps({"address": ray.get_runtime_context().gcs_address, "cache": cache, "contents": contents}))
+ray.shutdown()
+"""
+
+
+@pytest.mark.skipif(importlib.util.find_spec("ray") is None, reason="Ray is not installed (the optional extra 'ray')")
+def test_the_sweep_s_cluster_gives_its_ray_workers_an_empty_modules_cache_of_their_own():
+    import json
+    import os
+    import subprocess
+    import sys
+
+    import psutil
 
     from auditor.remote.ray_trip import LocalCluster
 
-    @ray.remote(num_cpus=1)
-    def cache_of_a_ray_worker():
-        cache = os.environ.get("HF_MODULES_CACHE", "")
-        return cache, sorted(os.listdir(cache)) if cache and os.path.isdir(cache) else None
-
     cluster = LocalCluster(cpus=1)
-    address = cluster.start()  # this process is now connected to it, as the sweep's parent is
+    announcement = cluster.start()  # returns at once: the helper process starts the cluster
     try:
-        cache, contents = ray.get(cache_of_a_ray_worker.remote(), timeout=120)
+        # A process started afterwards joins it, as each worker of a sweep does.
+        joined = subprocess.run([sys.executable, "-c", _A_WORKER_JOINS, announcement], capture_output=True,
+                                text=True, timeout=300, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+        helper = psutil.Process(cluster._process.pid)
     finally:
         cluster.close()
-    assert address.startswith("127.0.0.1:")
-    assert cache.startswith(tempfile.gettempdir()) and "/auditor-" in cache and "ray-modules-" in cache
-    assert contents == []  # empty: nothing of the parent's (or the user's) remote code is there
+    assert joined.returncode == 0, joined.stderr[-3000:]
+    found = json.loads(joined.stdout.strip().splitlines()[-1])
+    assert found["address"].startswith("127.0.0.1:")
+    cache = found["cache"]
+    assert cache.startswith(tempfile.gettempdir()) and "/auditor-" in cache and "ray-cluster-" in cache
+    assert found["contents"] == []  # empty: nothing of the parent's (or the user's) remote code is there
     assert cache != os.environ.get("HF_MODULES_CACHE") and not os.path.exists(cache)  # removed with the cluster
+    assert not helper.is_running() or helper.status() == psutil.STATUS_ZOMBIE
