@@ -230,8 +230,8 @@ def _ray_for_pickle(args: argparse.Namespace, options):
     """The options, with the one local Ray cluster that the pool's workers share for the pickle
     check's Ray round trip (rather than a cluster per worker). It starts while the workers
     start; a cluster that does not start is reported in every Ray row, and the other checks go
-    on. Under --executor ray the tasks use the sweep's own cluster; without Ray
-    installed the column is skipped."""
+    on. Under --executor ray the tasks use the sweep's own cluster; without Ray installed the
+    column is skipped."""
     from dataclasses import replace
 
     from auditor.remote.ray_trip import LocalCluster, ray_missing
