@@ -52,6 +52,23 @@ def test_without_the_sweep_s_cluster_every_round_trip_says_why(tmp_path):
         assert "the sweep's local Ray cluster did not start: no ports" in failure.message
 
 
+def test_a_sweep_cluster_that_cannot_start_says_why_in_every_round_trip():
+    pytest.importorskip("ray", reason="Ray is not installed (the optional extra 'ray')")
+    from auditor.remote.ray_trip import LocalCluster, RayTrip, RayUnavailable
+
+    cluster = LocalCluster(cpus=-1)  # Ray itself refuses a negative CPU count, in the helper
+    try:
+        trip = RayTrip(cluster=cluster.start())
+        for _ in range(2):
+            with pytest.raises(RayUnavailable, match=r"did not start: ValueError: Resource quantities must be "
+                                                     r"nonnegative"):
+                trip.round_trip(Parcel(twin_of("llama")))
+        cluster._process.join(30)
+        assert cluster._process.exitcode == 0  # the helper said why and ended
+    finally:
+        cluster.close()
+
+
 def test_a_cluster_that_never_says_anything_is_waited_for_a_bounded_time(tmp_path):
     from auditor.remote.ray_trip import RayUnavailable, await_cluster
 
