@@ -204,7 +204,8 @@ def main(conn) -> None:
         finally:
             torch.set_default_dtype(dtype)
         conn.send(reply)
-        heap.settle()  # as a worker does: its imports out of the later collections' way
+        if op == "far-build":  # once per model type, as a worker does (a settle costs ~3 ms)
+            heap.settle()  # its imports out of the later collections' way
 
 
 def _forget_modules_caches() -> None:

@@ -64,7 +64,6 @@ class LocalCluster:
 
     def __init__(self, cpus: int) -> None:
         self.cpus = cpus
-        self.announcement = ""  # the JSON file where it says its address, or why it did not start
         self._process: multiprocessing.process.BaseProcess | None = None
         self._conn = None
         self._directory: str | None = None
@@ -86,18 +85,18 @@ class LocalCluster:
         # the user chose is kept.
         os.environ.setdefault("RAY_AUTH_MODE", "token")
         self._directory = scratch("ray-cluster-")
-        self.announcement = str(Path(self._directory) / "cluster.json")
+        announcement = str(Path(self._directory) / "cluster.json")
         cache = Path(self._directory) / "modules"
         cache.mkdir()
         ctx = multiprocessing.get_context("spawn")
         ours, theirs = ctx.Pipe()
-        self._process = ctx.Process(target=_head, args=(theirs, self.cpus, self.announcement),
+        self._process = ctx.Process(target=_head, args=(theirs, self.cpus, announcement),
                                     name="auditor-ray-head", daemon=True)
         with child_environment(HF_MODULES_CACHE=str(cache)):
             self._process.start()
         theirs.close()
         self._conn = ours
-        return self.announcement
+        return announcement
 
     def close(self) -> None:
         """Stop it and wait for it; the helper is killed if it does not end in time."""
