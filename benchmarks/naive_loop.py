@@ -11,7 +11,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 
 def main(models: list[str]) -> None:
-    from auditor.meta import build_on_meta, make_config
+    from auditor.models.meta import build_on_meta, make_config
 
     start = time.perf_counter()
     built = failed = 0

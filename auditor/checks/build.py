@@ -5,10 +5,10 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 
-from auditor.cases import ModelCase
 from auditor.checks import register
 from auditor.checks.interface import CaseContext, Check
-from auditor.results import Result, Status
+from auditor.core.results import Result, Status
+from auditor.models.cases import ModelCase
 
 
 @register
@@ -16,7 +16,7 @@ class BuildCheck(Check):
     name = "build"
 
     def run(self, case: ModelCase, context: CaseContext) -> Iterator[Result]:
-        from auditor.meta import model_facts
+        from auditor.models.meta import model_facts
 
         start = time.perf_counter()
         failure = context.plain_failure()

@@ -30,10 +30,10 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from auditor.cases import ModelCase
 from auditor.checks import register
 from auditor.checks.interface import CaseContext, Check, Failure, Options
-from auditor.results import Result, Status
+from auditor.core.results import Result, Status
+from auditor.models.cases import ModelCase
 
 
 @register
@@ -43,7 +43,7 @@ class CompileCheck(Check):
 
     def run(self, case: ModelCase, context: CaseContext) -> Iterator[Result]:
         from auditor.checks.tiny import build_device
-        from auditor.tiny import ShrinkError, tiny_model
+        from auditor.models.tiny import ShrinkError, tiny_model
 
         options = context.options
         plain = context.plain_failure()
@@ -57,7 +57,7 @@ class CompileCheck(Check):
             yield from self._skipped(case, options, f"cannot shrink: {exc}", start)
             return
         except Exception as exc:  # the tiny check's finding; here only what no other size would fix
-            from auditor.errors import describe
+            from auditor.core.status import describe
 
             status, message, signature = describe(exc)
             if status in (Status.MISSING_DEPENDENCY, Status.NEEDS_HUB, Status.OOM):
@@ -74,14 +74,14 @@ class CompileCheck(Check):
                        policy=options.compile_policy, message=failure.message, signature=failure.signature)]
 
     def _skipped(self, case: ModelCase, options: Options, message: str, start: float) -> Iterator[Result]:
-        from auditor.errors import signature_of
+        from auditor.core.status import signature_of
 
         yield Result(case.model_type, self.name, Status.SKIPPED, component="decoder", policy=options.compile_policy,
                      message=message, signature=signature_of(message), seconds=time.perf_counter() - start)
 
 
 def _components(model, encoders: bool):
-    from auditor.components import find_components
+    from auditor.models.components import find_components
 
     items = find_components(model).items
     return items if encoders else items[:1]
@@ -91,13 +91,13 @@ def _trial(case: ModelCase, check: str, tiny, component, options: Options) -> Re
     """Build, run and compile one component; every outcome is a row."""
     import torch
 
-    from auditor.compilation import CompileOutcome, compile_component
+    from auditor.checks.compile_trial import CompileOutcome, compile_component
 
     start = time.perf_counter()
     try:
         outcome = compile_component(tiny.config, component, options, trust_remote_code=bool(case.remote_code))
     except Exception as exc:  # the harness's own failure still ends as a row
-        from auditor.errors import describe
+        from auditor.core.status import describe
 
         status, message, signature = describe(exc)
         outcome = CompileOutcome(status, message, signature)

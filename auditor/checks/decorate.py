@@ -13,13 +13,13 @@ import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-from auditor.cases import ModelCase
 from auditor.checks import register
 from auditor.checks.interface import CaseContext, Check, Failure, Options
-from auditor.checks.recording import ConstructionLog, Recording, recording
-from auditor.components import Component, find_components
-from auditor.errors import describe, message_of, signature_of
-from auditor.results import Result, Status
+from auditor.core.results import Result, Status
+from auditor.core.status import describe, message_of, signature_of
+from auditor.models.cases import ModelCase
+from auditor.models.components import Component, find_components
+from auditor.models.construction_log import ConstructionLog, Recording, recording
 
 
 @dataclass(frozen=True)
@@ -97,7 +97,7 @@ def _record(config, classes: list[type]) -> Recording | None:
     Weight initialisation is skipped (transformers' `no_init_weights`): it cannot change the
     arguments a component is built with, and it is a third of a meta build's time.
     """
-    from auditor.meta import build_on_meta, no_init_weights
+    from auditor.models.meta import build_on_meta, no_init_weights
 
     try:
         with recording(classes) as record, no_init_weights():
@@ -109,7 +109,7 @@ def _record(config, classes: list[type]) -> Recording | None:
 
 def _verdict(config, component: Component, decorator, record: Recording | None) -> tuple[Status, str]:
     from auditor.decorators import DecorateError, classify_failure, decorated
-    from auditor.meta import build_on_meta
+    from auditor.models.meta import build_on_meta
 
     try:
         with decorated(component.cls, decorator, component.dynamic_arg_dims):

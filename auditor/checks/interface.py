@@ -1,6 +1,6 @@
 """What a check is: a named object that turns a model case into results.
 
-A check may raise; the worker maps any exception to a status (auditor.errors), so a
+A check may raise; the worker maps any exception to a status (auditor.core.status), so a
 check only handles the outcomes that are its own (a refusal, a skip).
 """
 
@@ -10,9 +10,9 @@ import abc
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from auditor.cases import ModelCase
-from auditor.errors import describe
-from auditor.results import Result, Status
+from auditor.core.results import Result, Status
+from auditor.core.status import describe
+from auditor.models.cases import ModelCase
 
 
 @dataclass(frozen=True)
@@ -89,7 +89,7 @@ class CaseContext:
         self._constructions = None
 
     def config(self):
-        from auditor.meta import make_config
+        from auditor.models.meta import make_config
 
         if self._config_failure is not None:
             raise self._config_failure
@@ -116,8 +116,8 @@ class CaseContext:
 
     def model(self):
         """The plain meta-built model, built once; re-raises the build's failure each time."""
-        from auditor.checks.recording import constructions
-        from auditor.meta import build_on_meta
+        from auditor.models.construction_log import constructions
+        from auditor.models.meta import build_on_meta
 
         if self._failure is not None:
             raise self._failure
@@ -133,7 +133,7 @@ class CaseContext:
         return self._model
 
     def constructions(self):
-        """The plain build's ConstructionLog (auditor.checks.recording): what the decorate
+        """The plain build's ConstructionLog (auditor.models.construction_log): what the decorate
         check replays its policies on instead of building again."""
         self.model()
         return self._constructions

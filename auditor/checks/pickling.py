@@ -14,7 +14,7 @@ Rows (check `pickle`; the column is `pickle/<component>[/<policy>]`):
   arrives as a new class, so `fixed-no-config-skip` refuses where `fixed` builds.
 * `ray-by-value-remote`: the by-value round trip through a Ray task (skipped without Ray).
 
-The receiver (auditor.receiver) is another process, one per worker, that plays another node.
+The receiver (auditor.remote.receiver) is another process, one per worker, that plays another node.
 """
 
 from __future__ import annotations
@@ -24,11 +24,11 @@ import json
 import time
 from collections.abc import Iterator, Sequence
 
-from auditor.cases import ModelCase
 from auditor.checks import register
 from auditor.checks.interface import CaseContext, Check, Failure, Options
-from auditor.errors import describe, signature_of
-from auditor.results import Result, Status
+from auditor.core.results import Result, Status
+from auditor.core.status import describe, signature_of
+from auditor.models.cases import ModelCase
 
 BY_REF_BUILTIN = "by-ref-builtin"
 BY_REF_REMOTE = "by-ref-remote"
@@ -51,8 +51,8 @@ class PickleCheck(Check):
         ready: an interpreter start takes seconds, more on a busy machine, and must not be
         charged to the first model type's --timeout. A failure here is left for the rows to
         report."""
-        from auditor.receiver import FarSideError
         from auditor.remote.ray_trip import ray_missing
+        from auditor.remote.receiver import FarSideError
 
         try:
             self._far(options).start()
@@ -198,7 +198,7 @@ class PickleCheck(Check):
         return self._ray
 
     def _far(self, options: Options):
-        from auditor.receiver import Receiver
+        from auditor.remote.receiver import Receiver
 
         if self._receiver is None:
             self._receiver = Receiver()
@@ -234,7 +234,7 @@ def _forget(remote) -> None:
 
 
 def _components(context: CaseContext) -> list[str]:
-    from auditor.components import find_components
+    from auditor.models.components import find_components
 
     return [component.name for component in find_components(context.model()).items]
 
@@ -248,7 +248,7 @@ def _far_rows(case: ModelCase, components: Sequence[str], policies: Sequence[str
 
 def _compared(case: ModelCase, component: str, config, facts: dict, start: float) -> Result:
     """Passed when the far side's `to_dict()` equals ours and it imported no remote code."""
-    from auditor.receiver import canonical_dict
+    from auditor.remote.receiver import canonical_dict
 
     extras = {"class": facts["class"]}
     ours = canonical_dict(config)
@@ -269,7 +269,7 @@ def _differing_keys(ours: dict, theirs: dict) -> list[str]:
 
 
 def _failure_of(exc: Exception) -> Failure:
-    from auditor.receiver import FarSideError
+    from auditor.remote.receiver import FarSideError
 
     if isinstance(exc, FarSideError):
         status, message, signature = exc.status, exc.message, exc.signature

@@ -1,4 +1,4 @@
-"""The `tiny` check: the default config shrunk (auditor.tiny) and really built on --device.
+"""The `tiny` check: the default config shrunk (auditor.models.tiny) and really built on --device.
 
 `build` with the tiny parameter count; `skipped` when no tiny variant of the config is accepted
 by its constructor; the failure's status (`error`, `missing-dependency`, `oom`...) when the tiny
@@ -11,11 +11,11 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 
-from auditor.cases import ModelCase
 from auditor.checks import register
 from auditor.checks.interface import CaseContext, Check
-from auditor.errors import describe
-from auditor.results import Result, Status
+from auditor.core.results import Result, Status
+from auditor.core.status import describe
+from auditor.models.cases import ModelCase
 
 
 @register
@@ -24,8 +24,8 @@ class TinyCheck(Check):
     runs_models = True
 
     def run(self, case: ModelCase, context: CaseContext) -> Iterator[Result]:
-        from auditor.meta import model_facts
-        from auditor.tiny import ShrinkError, tiny_model
+        from auditor.models.meta import model_facts
+        from auditor.models.tiny import ShrinkError, tiny_model
 
         plain = context.plain_failure()
         if plain is not None:

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from auditor.cases import ModelCase
 from auditor.checks import register
 from auditor.checks.decorate import verdicts
 from auditor.checks.interface import CaseContext, Check, Failure, Options
-from auditor.errors import describe
-from auditor.results import Result, Status
+from auditor.core.results import Result, Status
+from auditor.core.status import describe
+from auditor.models.cases import ModelCase
 
 
 def vllm_config_class(model_type: str) -> type | None:
@@ -40,7 +40,7 @@ class VllmConfigCheck(Check):
     requires = ("vllm",)
 
     def run(self, case: ModelCase, context: CaseContext) -> Iterator[Result]:
-        from auditor.meta import build_on_meta, model_facts
+        from auditor.models.meta import build_on_meta, model_facts
 
         cls = vllm_config_class(case.model_type)
         if cls is None:

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from auditor.cli import EXIT_FINDINGS, EXIT_OK, UsageError
-from auditor.results import ResultsFileError, read_run
+from auditor.core.results import ResultsFileError, read_run
 
 
 def add_parser(subparsers) -> None:

@@ -7,7 +7,7 @@ import sys
 import time
 from collections import Counter
 
-from auditor.results import Result
+from auditor.core.results import Result
 
 
 class Progress:

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from auditor.cli import EXIT_OK, UsageError
-from auditor.results import RESULTS_FILE, ResultsFileError, Run, read_run
+from auditor.core.results import RESULTS_FILE, ResultsFileError, Run, read_run
 
 INDEX_FILE = "index.html"
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from auditor.cli import EXIT_INTERRUPTED, EXIT_OK, UsageError
 from auditor.cli.progress import Progress
-from auditor.results import RESULTS_FILE, ResultsFileError, ResultsWriter, done_model_types, read_run
+from auditor.core.results import RESULTS_FILE, ResultsFileError, ResultsWriter, done_model_types, read_run
 
 DEFAULT_TIMEOUT = 300.0
 DEFAULT_CHECKS = "build,decorate,pickle"
@@ -98,9 +98,9 @@ def run_sweep(args: argparse.Namespace) -> int:
         os.environ["HF_HUB_OFFLINE"] = "1"
         os.environ["TRANSFORMERS_OFFLINE"] = "1"
 
-    from auditor import cases
+    from auditor.core.runinfo import probe
+    from auditor.models import cases
     from auditor.remote.workspace import remove_orphaned_workdirs
-    from auditor.runinfo import probe
 
     orphans = remove_orphaned_workdirs()
     if orphans:
@@ -138,13 +138,13 @@ def run_sweep(args: argparse.Namespace) -> int:
 
 def _header_device(options) -> str:
     from auditor.checks import get
-    from auditor.runinfo import describe_device
+    from auditor.core.runinfo import describe_device
 
     return describe_device(options.device) if any(get(c).runs_models for c in options.checks) else "meta"
 
 
 def _execute(todo, options, settings, path: Path, info, *, append: bool, args) -> int:
-    from auditor.pool import PoolError
+    from auditor.engine.pool import PoolError
 
     tables = _Tables(path.parent)
     with _ray_for_pickle(args, options) as options:
@@ -167,7 +167,7 @@ def _execute(todo, options, settings, path: Path, info, *, append: bool, args) -
 def _drive(executor, todo, path: Path, info, tables: _Tables, *, append: bool, args) -> tuple[Progress, bool]:
     """Run the sweep, writing each model type's rows as they come; the progress, and whether
     it was interrupted."""
-    from auditor.pool import PoolError
+    from auditor.engine.pool import PoolError
 
     progress = Progress(len(todo))
     writer = ResultsWriter(path, info, append=append)
@@ -257,7 +257,7 @@ def _write_tables(outdir: Path) -> None:
 def _validate(args: argparse.Namespace):
     """Everything that can be wrong with the command line, found before any work starts."""
     from auditor.checks import Options, available
-    from auditor.pool import PoolSettings
+    from auditor.engine.pool import PoolSettings
 
     checks = tuple(_split([args.checks]))
     unknown = [c for c in checks if c not in available()]
@@ -301,7 +301,7 @@ def _validated_device(args: argparse.Namespace, checks: tuple[str, ...]) -> tupl
     if device == "meta" and runs_models:
         raise UsageError(f"check(s) {', '.join(runs_models)} run real models: pass --device cpu or --device cuda")
     if device == "cuda":
-        from auditor.runinfo import cuda_problem
+        from auditor.core.runinfo import cuda_problem
 
         problem = cuda_problem()
         if problem:
@@ -344,7 +344,7 @@ def _check_executor(args: argparse.Namespace, checks: tuple[str, ...]) -> None:
         if args.ray_address or args.gpus_per_task:
             raise UsageError("--ray-address and --gpus-per-task need --executor ray")
         return
-    from auditor.ray_executor import GPU_CHECKS, INSTALL_HINT
+    from auditor.engine.ray_executor import GPU_CHECKS, INSTALL_HINT
 
     if importlib.util.find_spec("ray") is None:
         raise UsageError(f"--executor ray needs Ray installed: {INSTALL_HINT}")
@@ -358,10 +358,10 @@ def _check_executor(args: argparse.Namespace, checks: tuple[str, ...]) -> None:
 def _executor(args: argparse.Namespace, settings, options):
     """The local pool, or Ray tasks; either way `run(cases)` yields one batch per model type."""
     if args.executor == "local":
-        from auditor.pool import WorkerPool
+        from auditor.engine.pool import WorkerPool
 
         return WorkerPool(settings, options)
-    from auditor.ray_executor import RayExecutor, RaySettings
+    from auditor.engine.ray_executor import RayExecutor, RaySettings
 
     ray_settings = RaySettings(address=args.ray_address, jobs=settings.jobs, timeout=settings.timeout,
                                plugins=settings.plugins, gpus_per_task=args.gpus_per_task, online=args.online)
@@ -438,7 +438,7 @@ def _split(values: list[str]) -> list[str]:
 def _shard_text(text: str | None) -> str:
     if not text:
         return ""
-    from auditor.cases import parse_shard
+    from auditor.models.cases import parse_shard
 
     return "{}/{}".format(*parse_shard(text))
 

@@ -23,8 +23,8 @@ from pathlib import Path
 
 from auditor.cli import EXIT_INTERRUPTED, EXIT_OK, UsageError
 from auditor.cli.sweep import DEFAULT_CHECKS, DEFAULT_POLICIES
-from auditor.results import RESULTS_FILE, ResultsFileError, read_run
-from auditor.upgrade import (
+from auditor.core.results import RESULTS_FILE, ResultsFileError, read_run
+from auditor.upgrade.plan import (
     UpgradePlan,
     UpgradeSpecError,
     default_outdir,

@@ -1,6 +1,6 @@
 """Decorating with a report, and classifying what a build under a decorator raised.
 
-Outcomes (the strings are auditor.results.Status values):
+Outcomes (the strings are auditor.core.results.Status values):
 
 * `decorate-error`: the decorator rejected the class itself (no forward, no
   dynamic dims, a dim argument forward lacks, a base that cannot be appended);

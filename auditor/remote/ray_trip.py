@@ -254,6 +254,6 @@ def _start_local(cpus: int, **options):
 
 def receive(parcel) -> dict:
     """Runs in the Ray worker: the facts of the config that arrived."""
-    from auditor.receiver import config_facts
+    from auditor.remote.receiver import config_facts
 
     return config_facts(parcel.config)

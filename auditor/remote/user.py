@@ -6,7 +6,7 @@ import json
 from collections.abc import Iterable
 from pathlib import Path
 
-from auditor.cases import ModelCase
+from auditor.models.cases import ModelCase
 
 PREFIX = "remote:"
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from auditor.results import Result, Run, Status
+from auditor.core.results import Result, Run, Status
 
 
 @dataclass(frozen=True)

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from auditor.core.results import Result, Run
 from auditor.report.matrix import column_order, run_name
 from auditor.report.statuses import is_ok
-from auditor.results import Result, Run
 
 
 class AllowListError(ValueError):

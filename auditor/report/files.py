@@ -9,11 +9,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from auditor.core.results import Run
 from auditor.report.diff import RunDiff
 from auditor.report.diff_render import render_diff_html, render_diff_markdown
 from auditor.report.page import render_report
 from auditor.report.tables import csv_text, long_frame, matrix_frame
-from auditor.results import Run
 
 REPORT_FILES = ("report.html", "results.csv", "matrix.csv")
 DIFF_FILES = ("diff.md", "diff.html")

@@ -6,13 +6,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from urllib.parse import quote
 
+from auditor.core.results import Run
 from auditor.report import templating
 from auditor.report.charts import vertical_bars
 from auditor.report.diff import RunDiff, cells_of, diff_runs
 from auditor.report.matrix import run_name
 from auditor.report.statuses import legend
 from auditor.report.summary import Counts
-from auditor.results import Run
 
 REPORT_FILE = "report.html"
 DIFF_FILE = "diff.html"

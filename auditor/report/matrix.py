@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from auditor.results import RESULTS_FILE, Result, Run
+from auditor.core.results import RESULTS_FILE, Result, Run
 
 
 @dataclass(frozen=True)

@@ -5,13 +5,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from auditor.core.results import Run, RunInfo
 from auditor.report import templating
 from auditor.report.charts import horizontal_bars
 from auditor.report.matrix import build_matrix, run_name
 from auditor.report.shards import shard_coverage
 from auditor.report.statuses import legend
 from auditor.report.summary import Counts, column_summaries, environment_counts, failure_groups
-from auditor.results import Run, RunInfo
 
 FAILURES_SHOWN = 30
 

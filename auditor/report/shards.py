@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from auditor.results import Run
+from auditor.core.results import Run
 
 
 @dataclass(frozen=True)

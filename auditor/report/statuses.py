@@ -10,7 +10,7 @@ import hashlib
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from auditor.results import Status
+from auditor.core.results import Status
 
 
 @dataclass(frozen=True)

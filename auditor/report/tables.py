@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from auditor.results import Run
+from auditor.core.results import Run
 
 LONG_COLUMNS = [
     "environment", "model_type", "check", "component", "policy", "column",

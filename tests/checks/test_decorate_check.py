@@ -4,8 +4,8 @@ import importlib.util
 
 import pytest
 
+from auditor.core.results import read_run
 from auditor.report.agreement import compare_policies
-from auditor.results import read_run
 from tests.conftest import run_auditor
 
 # A spread of families: text decoders, encoder-decoders, vision-language, audio, vision-only,

@@ -4,9 +4,9 @@ build with the component classes' `__init__` wrapped (real transformers, real to
 import pytest
 import torch
 
-from auditor.checks.recording import constructions, recording
-from auditor.components import find_components
-from auditor.meta import build_on_meta, make_config, no_init_weights
+from auditor.models.components import find_components
+from auditor.models.construction_log import constructions, recording
+from auditor.models.meta import build_on_meta, make_config, no_init_weights
 
 
 def _same(a, b) -> bool:

@@ -4,7 +4,7 @@ import importlib.util
 
 import pytest
 
-from auditor.results import read_run
+from auditor.core.results import read_run
 from tests.conftest import run_auditor
 
 HAS_VLLM = importlib.util.find_spec("vllm") is not None

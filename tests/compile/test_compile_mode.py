@@ -4,7 +4,7 @@ import pytest
 import torch
 from torch import nn
 
-from auditor.compilation import CountingBackend, compare
+from auditor.checks.compile_trial import CountingBackend, compare
 from auditor.decorators import OwnDecorator, decorated
 from auditor.decorators.support import COMPILE_MODES, mark_dynamic_inputs
 

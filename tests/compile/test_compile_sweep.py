@@ -130,8 +130,8 @@ def test_on_a_machine_with_cuda_the_default_backend_is_inductor(monkeypatch):
     """The CUDA branch of the option checks, with the one probe replaced (no GPU needed)."""
     import argparse
 
-    from auditor import runinfo
     from auditor.cli.sweep import _validated_device
+    from auditor.core import runinfo
 
     monkeypatch.setattr(runinfo, "cuda_problem", lambda: None)
     args = argparse.Namespace(device="cuda", backend=None)
@@ -141,7 +141,7 @@ def test_on_a_machine_with_cuda_the_default_backend_is_inductor(monkeypatch):
 
 
 def test_the_header_names_the_gpu(monkeypatch):
-    from auditor.runinfo import describe_device
+    from auditor.core.runinfo import describe_device
 
     monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
     monkeypatch.setattr(torch.cuda, "get_device_name", lambda index=0: "NVIDIA H200")

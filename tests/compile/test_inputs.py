@@ -3,9 +3,15 @@
 import pytest
 import torch
 
-from auditor.inputs import ENCODER_LENGTH, CannotFeed, decoder_inputs, encoder_inputs, special_token_ids
-from auditor.meta import make_config
-from auditor.tiny import tiny_model
+from auditor.models.inputs import (
+    ENCODER_LENGTH,
+    CannotFeed,
+    decoder_inputs,
+    encoder_inputs,
+    special_token_ids,
+)
+from auditor.models.meta import make_config
+from auditor.models.tiny import tiny_model
 
 
 @pytest.fixture(scope="module")

@@ -1,8 +1,8 @@
 """The compile statuses in the shared vocabulary, the reports and the diff."""
 
+from auditor.core.results import Status, read_run
 from auditor.report.diff import diff_runs
 from auditor.report.statuses import STYLES, is_ok
-from auditor.results import Status, read_run
 from tests.report.helpers import result, write_run
 
 COMPILE_STATUSES = ("compiled", "graph-break", "recompiled", "mismatch", "eager-error", "compile-error")

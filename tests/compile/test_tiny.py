@@ -2,8 +2,8 @@
 
 import pytest
 
-from auditor.meta import make_config
-from auditor.tiny import SIZES, ShrinkError, shrink, tiny_config, tiny_model
+from auditor.models.meta import make_config
+from auditor.models.tiny import SIZES, ShrinkError, shrink, tiny_config, tiny_model
 
 
 def _built(model_type):

@@ -2,7 +2,7 @@
 
 import pytest
 
-from auditor import cases
+from auditor.models import cases
 from tests.conftest import TROUBLEMAKERS
 
 

@@ -2,8 +2,8 @@
 
 import pytest
 
-from auditor.errors import describe, signature_of
-from auditor.results import Status
+from auditor.core.results import Status
+from auditor.core.status import describe, signature_of
 
 
 def _raise(exc):

@@ -17,7 +17,7 @@ def _run(code: str) -> str:
 def test_garbage_is_collected_before_the_survivors_are_frozen():
     out = _run("""
         import gc, weakref
-        from auditor import heap
+        from auditor.core import heap
 
         class Node:
             pass
@@ -37,7 +37,7 @@ def test_frozen_objects_are_not_scanned_by_later_collections():
     # The point of it: after settle(), a full collection visits only what was made since.
     out = _run("""
         import gc
-        from auditor import heap
+        from auditor.core import heap
 
         long_lived = [[i] for i in range(200_000)]
         heap.settle()

@@ -13,7 +13,7 @@ KILLER = str(Path(__file__).parent / "plugins" / "receiver_killer.py")
 
 
 def builtin_config(model_type: str):
-    from auditor.meta import make_config
+    from auditor.models.meta import make_config
 
     return make_config(model_type)
 
@@ -27,7 +27,7 @@ def twin_of(model_type: str):
 @pytest.fixture(scope="module")
 def receiver():
     """A real far side, started with spawn; shared by a module's tests (it costs an interpreter)."""
-    from auditor.receiver import Receiver
+    from auditor.remote.receiver import Receiver
 
     far = Receiver()
     yield far

@@ -21,8 +21,8 @@ def test_without_ray_the_column_says_how_to_get_it(monkeypatch):
 
 def test_a_remote_code_config_round_trips_through_a_ray_task():
     pytest.importorskip("ray", reason="Ray is not installed (the optional extra 'ray')")
-    from auditor.receiver import canonical_dict
     from auditor.remote.ray_trip import RayTrip
+    from auditor.remote.receiver import canonical_dict
 
     trip = RayTrip()
     try:
@@ -38,8 +38,8 @@ def test_a_remote_code_config_round_trips_through_a_ray_task():
 def test_without_the_sweep_s_cluster_every_round_trip_says_why(tmp_path):
     pytest.importorskip("ray", reason="Ray is not installed (the optional extra 'ray')")
     from auditor.checks.pickling import _failure_of
+    from auditor.core.results import Status
     from auditor.remote.ray_trip import RayTrip, RayUnavailable, _announce
-    from auditor.results import Status
 
     announcement = str(tmp_path / "cluster.json")
     _announce(announcement, error="RayClusterError: the sweep's local Ray cluster did not start: no ports")

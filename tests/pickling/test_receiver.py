@@ -7,9 +7,9 @@ import time
 
 import pytest
 
-from auditor.receiver import FarSideError, _forget_modules_caches
+from auditor.core.results import Status
 from auditor.remote.byvalue import Parcel, dumps_by_reference, dumps_by_value
-from auditor.results import Status
+from auditor.remote.receiver import FarSideError, _forget_modules_caches
 from tests.pickling.conftest import builtin_config, twin_of
 
 POLICIES = ("legacy", "fixed", "fixed-no-config-skip")
@@ -29,7 +29,7 @@ def test_a_builtin_config_round_trips_by_reference(receiver):
     config = builtin_config("llama")
     facts = receiver.load(dumps_by_reference(config))
     assert facts["class"] == "transformers.models.llama.configuration_llama.LlamaConfig"
-    from auditor.receiver import canonical_dict
+    from auditor.remote.receiver import canonical_dict
 
     assert facts["dict"] == canonical_dict(config) and facts["dynamic_modules"] == []
 
@@ -45,7 +45,7 @@ def test_remote_code_by_value_round_trips_without_importing_transformers_modules
     twin = twin_of("qwen2_vl")
     facts = receiver.load(dumps_by_value(Parcel(twin)))
     assert facts["class"].startswith("transformers_modules.qwen2_vl_hyphen_3_dot_5_hyphen_Twin.")
-    from auditor.receiver import canonical_dict
+    from auditor.remote.receiver import canonical_dict
 
     assert facts["dict"] == canonical_dict(twin)
     assert facts["dynamic_modules"] == []

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from auditor.results import read_run
+from auditor.core.results import read_run
 from tests.conftest import ROOT, run_auditor
 from tests.pickling.conftest import FIXTURE, KILLER
 

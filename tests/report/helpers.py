@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from auditor.results import Result, ResultsWriter, RunInfo, Status
+from auditor.core.results import Result, ResultsWriter, RunInfo, Status
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "report"
 

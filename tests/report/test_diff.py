@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from auditor.cli import main
+from auditor.core.results import read_run
 from auditor.report.diff import AllowList, AllowListError, diff_runs, parse_allow_list
 from auditor.report.diff_render import render_diff_html, render_diff_markdown, render_diff_text
-from auditor.results import read_run
 from tests.report.helpers import result, run_info, write_run
 
 REPO = Path(__file__).resolve().parents[2]

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import re
 
+from auditor.core.results import Status, read_run
 from auditor.report.charts import horizontal_bars, vertical_bars
 from auditor.report.matrix import build_matrix
 from auditor.report.statuses import STYLES, is_ok, legend, rank, style
 from auditor.report.summary import Counts, column_summaries, failure_groups
-from auditor.results import Status, read_run
 from tests.report.helpers import FIXTURES, result, write_run
 
 

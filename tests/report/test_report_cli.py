@@ -8,11 +8,11 @@ import shutil
 import pytest
 
 from auditor.cli import main
+from auditor.core.results import read_run
 from auditor.report import write_report
 from auditor.report.files import REPORT_FILES
 from auditor.report.page import render_report
 from auditor.report.templating import template_dirs
-from auditor.results import read_run
 from tests.report.helpers import FIXTURES, result, write_run
 
 

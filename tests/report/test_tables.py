@@ -10,9 +10,9 @@ import os
 
 import pytest
 
+from auditor.core.results import read_run
 from auditor.report.files import report_texts
 from auditor.report.tables import LONG_COLUMNS, csv_text, long_frame, matrix_frame
-from auditor.results import read_run
 from tests.report.helpers import FIXTURES, write_run
 
 CASES = {

@@ -2,12 +2,12 @@
 
 import pytest
 
-from auditor import cases
+from auditor.core.results import read_run
+from auditor.models import cases
 from auditor.report.matrix import build_matrix
 from auditor.report.page import render_report
 from auditor.report.shards import shard_coverage
 from auditor.report.tables import matrix_frame
-from auditor.results import read_run
 from tests.conftest import run_auditor
 
 MODELS = "bert,gpt2,llama,t5,whisper,llava,mixtral,vit,clip,autoformer"

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from auditor.upgrade import (
+from auditor.upgrade.plan import (
     Side,
     UpgradeSpecError,
     archive_version,

@@ -12,7 +12,7 @@ import urllib.request
 
 import pytest
 
-from auditor.results import read_run
+from auditor.core.results import read_run
 from tests.conftest import run_auditor
 
 pytestmark = pytest.mark.slow

@@ -13,11 +13,11 @@ import signal
 import time
 from collections.abc import Iterator, Sequence
 
-from auditor import heap
-from auditor.cases import ModelCase
 from auditor.checks import CaseContext, Check, Options
-from auditor.errors import describe
-from auditor.results import Result
+from auditor.core import heap
+from auditor.core.results import Result
+from auditor.core.status import describe
+from auditor.models.cases import ModelCase
 
 
 def main(conn, name: str, plugins: Sequence[str], options: Options, log_file: str = "") -> None:
@@ -33,7 +33,8 @@ def main(conn, name: str, plugins: Sequence[str], options: Options, log_file: st
     import torch  # noqa: F401  (import once, up front: this is what the pool amortizes)
     import transformers  # noqa: F401
 
-    from auditor import cases, checks
+    from auditor import checks
+    from auditor.models import cases
 
     cases.load_plugins(plugins)
     selected = [checks.get(check) for check in options.checks]

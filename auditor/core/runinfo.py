@@ -9,7 +9,7 @@ import subprocess
 from importlib import metadata
 from pathlib import Path
 
-from auditor.results import RunInfo
+from auditor.core.results import RunInfo
 
 
 def version_of(distribution: str) -> str:
@@ -21,7 +21,7 @@ def version_of(distribution: str) -> str:
 
 def git_revision() -> str:
     """The auditor's own git revision, when it runs from a checkout."""
-    root = Path(__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parents[2]  # the checkout: auditor/core/runinfo.py
     try:
         out = subprocess.run(
             ["git", "-C", str(root), "rev-parse", "--short", "HEAD"],

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from auditor.results import Status
+from auditor.core.results import Status
 
 MESSAGE_LIMIT = 2000
 

@@ -17,10 +17,10 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from multiprocessing.connection import wait
 
-from auditor.cases import ModelCase
 from auditor.checks import Options
-from auditor.errors import signature_of
-from auditor.results import Result, Status
+from auditor.core.results import Result, Status
+from auditor.core.status import signature_of
+from auditor.models.cases import ModelCase
 
 POLL_SECONDS = 0.25
 # How often a busy worker's memory is measured (its own and its children's resident memory).
@@ -104,7 +104,7 @@ class WorkerPool:
     # -- internals -------------------------------------------------------------------
 
     def _spawn(self) -> _Worker:
-        from auditor import worker as worker_module
+        from auditor.engine import worker as worker_module
 
         self._serial += 1
         name = f"w{self._serial}"

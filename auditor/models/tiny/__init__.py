@@ -25,7 +25,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from auditor.tiny.shrinker import SIZES, ShrinkError, Sizes, shrink
+from auditor.models.tiny.shrinker import SIZES, ShrinkError, Sizes, shrink
 
 # Tried in order when a tiny build fails: some models need more than two layers (zamba's first
 # three are fixed, its shared layers need two hybrid ones) or kinds of layers only deeper ones have.
@@ -38,7 +38,7 @@ PARAMETER_BUDGET = 10_000_000
 
 def tiny_config(model_type: str, sizes: Sizes = SIZES):
     """The model type's default config (`CONFIG_MAPPING[model_type]()`), shrunk."""
-    from auditor.meta import make_config
+    from auditor.models.meta import make_config
 
     return shrink(make_config(model_type), sizes)
 

@@ -25,9 +25,9 @@ import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from auditor import heap
+from auditor.core import heap
+from auditor.core.results import Status
 from auditor.remote.workspace import child_environment, scratch
-from auditor.results import Status
 
 MESSAGE_TIMEOUT = 120.0  # seconds for one answer; then the receiver is killed
 START_TIMEOUT = 300.0  # seconds to import torch and transformers on a busy machine
@@ -37,7 +37,7 @@ class FarSideError(Exception):
     """What went wrong on the far side, or with the far side itself, as a row would say it."""
 
     def __init__(self, status: Status, message: str, signature: str = "") -> None:
-        from auditor.errors import signature_of
+        from auditor.core.status import signature_of
 
         super().__init__(message)
         self.status = status
@@ -215,7 +215,7 @@ def _forget_modules_caches() -> None:
 
 
 def load_plugins(payload: bytes, plugins: Sequence[str]) -> dict:
-    from auditor import cases
+    from auditor.models import cases
 
     cases.load_plugins(plugins)
     return {}
@@ -233,8 +233,8 @@ def far_build(payload: bytes, policies: Sequence[str], shared_build: bool = True
     for every type whose config came by value.
     """
     from auditor.checks.decorate import verdicts
-    from auditor.checks.recording import constructions
-    from auditor.meta import build_on_meta, no_init_weights
+    from auditor.models.construction_log import constructions
+    from auditor.models.meta import build_on_meta, no_init_weights
 
     parcel = pickle.loads(payload)
     config = _config_of(parcel)
@@ -305,7 +305,7 @@ def _dynamic_modules() -> list[str]:
 
 
 def _described(exc: BaseException) -> dict:
-    from auditor.errors import describe
+    from auditor.core.status import describe
 
     status, message, signature = describe(exc)
     return {"status": status.value, "message": message, "signature": signature}

@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from auditor.tiny import fields
+from auditor.models.tiny import fields
 
 
 def heads(new: dict[str, Any]) -> None:

@@ -25,10 +25,10 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from auditor.cases import ModelCase
 from auditor.checks import Options
-from auditor.pool import START_TIMEOUT, PoolError, death_rows
-from auditor.results import Result, Status
+from auditor.core.results import Result, Status
+from auditor.engine.pool import START_TIMEOUT, PoolError, death_rows
+from auditor.models.cases import ModelCase
 
 POLL_SECONDS = 0.25
 INSTALL_HINT = "pip install 'model-sweep-auditor[ray]'"
@@ -266,8 +266,8 @@ def sweep_case(case: ModelCase, options: Options, plugins: tuple[str, ...]) -> I
     """A Ray task (a generator: Ray streams each message to the driver as it is yielded)."""
     import ray
 
-    from auditor import heap
-    from auditor.worker import run_case
+    from auditor.core import heap
+    from auditor.engine.worker import run_case
 
     selected = _prepared(plugins, options.checks)
     worker = f"{ray.util.get_node_ip_address()}:{os.getpid()}"  # which node and process made the rows
@@ -282,7 +282,8 @@ def _prepared(plugins: tuple[str, ...], names: tuple[str, ...]) -> list:
         import torch  # noqa: F401  (import once per worker process, as a pool worker does)
         import transformers  # noqa: F401
 
-        from auditor import cases, checks
+        from auditor import checks
+        from auditor.models import cases
 
         cases.load_plugins(plugins)
         _PREPARED[key] = [checks.get(name) for name in names]

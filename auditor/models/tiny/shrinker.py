@@ -6,7 +6,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from auditor.tiny import fields, repairs
+from auditor.models.tiny import fields, repairs
 
 
 @dataclass(frozen=True)

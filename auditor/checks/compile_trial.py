@@ -13,8 +13,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from auditor.errors import describe, message_of, signature_of
-from auditor.results import Status
+from auditor.core.results import Status
+from auditor.core.status import describe, message_of, signature_of
 
 LENGTHS = (7, 13)  # decoder tokens: odd and unlike any tiny width, so no dim passes for another
 ENCODER_SIZES = (2, 3)  # images or clips per encoder call: not 1, which dynamo specializes
@@ -44,9 +44,9 @@ class CountingBackend:
 
 
 def compile_component(config, component, options, trust_remote_code: bool = False) -> CompileOutcome:
-    """The compile outcome of `component` (auditor.components.Component) of `config`'s tiny model."""
+    """The compile outcome of `component` (auditor.models.components.Component) of `config`'s tiny model."""
     from auditor.decorators import DecorateError, OwnDecorator, decorated
-    from auditor.tiny import build_tiny
+    from auditor.models.tiny import build_tiny
 
     backend = CountingBackend(options.backend)
     decorator = OwnDecorator(options.compile_policy, compile_mode="compile", backend=backend)
@@ -85,7 +85,7 @@ class _Trial:
     def run(self) -> CompileOutcome:
         import torch
 
-        from auditor.inputs import CannotFeed
+        from auditor.models.inputs import CannotFeed
 
         try:
             call, ways = self._feeds()
@@ -117,7 +117,7 @@ class _Trial:
 
     def _feeds(self) -> tuple[Callable[[dict], Any], list[list[dict]]]:
         """What to call, and the ways to feed it (one feed per size each), to try in order."""
-        from auditor.inputs import CannotFeed, decoder_feeds, encoder_inputs
+        from auditor.models.inputs import CannotFeed, decoder_feeds, encoder_inputs
 
         if self.component.name == "decoder":
             self.extras["sizes"] = list(LENGTHS)
