@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from auditor.checks.interface import CaseContext, Check, Failure, Options
+from auditor.checks.interface import CaseContext, Check, Options
 
 _REGISTRY: dict[str, type[Check]] = {}
 
@@ -25,8 +25,14 @@ def get(name: str) -> Check:
         raise ValueError(f"unknown check {name!r}; available: {', '.join(_REGISTRY)}") from None
 
 
+def model_runners(names) -> list[str]:
+    """Those of the checks `names` that build real models on --device (the tiny and compile
+    checks): what decides the default device and which Ray tasks ask for GPUs."""
+    return [name for name in names if get(name).runs_models]
+
+
 def _load_builtin() -> None:
     from auditor.checks import build, compile, decorate, pickling, tiny, vllm_config  # noqa: F401  (they register themselves)
 
 
-__all__ = ["CaseContext", "Check", "Failure", "Options", "available", "get", "register"]
+__all__ = ["CaseContext", "Check", "Options", "available", "get", "model_runners", "register"]

@@ -7,7 +7,8 @@ from collections.abc import Iterator
 
 from auditor.checks import register
 from auditor.checks.interface import CaseContext, Check
-from auditor.core.results import Result, Status
+from auditor.core.results import Result
+from auditor.core.status import Status
 from auditor.models.cases import ModelCase
 
 

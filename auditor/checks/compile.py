@@ -31,8 +31,9 @@ from collections.abc import Iterator
 from typing import Any
 
 from auditor.checks import register
-from auditor.checks.interface import CaseContext, Check, Failure, Options
-from auditor.core.results import Result, Status
+from auditor.checks.interface import CaseContext, Check, Options
+from auditor.core.results import Result
+from auditor.core.status import Failure, Status, classify, signature_of
 from auditor.models.cases import ModelCase
 
 
@@ -57,13 +58,11 @@ class CompileCheck(Check):
             yield from self._skipped(case, options, f"cannot shrink: {exc}", start)
             return
         except Exception as exc:  # the tiny check's finding; here only what no other size would fix
-            from auditor.core.status import describe
-
-            status, message, signature = describe(exc)
-            if status in (Status.MISSING_DEPENDENCY, Status.NEEDS_HUB, Status.OOM):
-                yield from self.failed_rows(case, options, Failure(status, message, signature))
+            failure = classify(exc)
+            if failure.environmental:
+                yield from self.failed_rows(case, options, failure)
             else:
-                yield from self._skipped(case, options, f"the tiny model does not build: {message}", start)
+                yield from self._skipped(case, options, f"the tiny model does not build: {failure.message}", start)
             return
         for component in _components(tiny.model, options.compile_encoders):
             yield _trial(case, self.name, tiny, component, options)
@@ -74,8 +73,6 @@ class CompileCheck(Check):
                        policy=options.compile_policy, message=failure.message, signature=failure.signature)]
 
     def _skipped(self, case: ModelCase, options: Options, message: str, start: float) -> Iterator[Result]:
-        from auditor.core.status import signature_of
-
         yield Result(case.model_type, self.name, Status.SKIPPED, component="decoder", policy=options.compile_policy,
                      message=message, signature=signature_of(message), seconds=time.perf_counter() - start)
 
@@ -97,10 +94,8 @@ def _trial(case: ModelCase, check: str, tiny, component, options: Options) -> Re
     try:
         outcome = compile_component(tiny.config, component, options, trust_remote_code=bool(case.remote_code))
     except Exception as exc:  # the harness's own failure still ends as a row
-        from auditor.core.status import describe
-
-        status, message, signature = describe(exc)
-        outcome = CompileOutcome(status, message, signature)
+        failure = classify(exc)
+        outcome = CompileOutcome(failure.status, failure.message, failure.signature)
     finally:
         torch._dynamo.reset()
     extras: dict[str, Any] = {"class": component.cls.__name__, "tiny_parameters": tiny.parameters,

@@ -13,12 +13,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from auditor.core.results import Status
-from auditor.core.status import describe, message_of, signature_of
+from auditor.core.status import Phase, Status, classify, signature_of
 
 LENGTHS = (7, 13)  # decoder tokens: odd and unlike any tiny width, so no dim passes for another
 ENCODER_SIZES = (2, 3)  # images or clips per encoder call: not 1, which dynamo specializes
-_PASSED_THROUGH = {Status.OOM, Status.MISSING_DEPENDENCY, Status.NEEDS_HUB}
 
 
 @dataclass(frozen=True)
@@ -55,21 +53,11 @@ def compile_component(config, component, options, trust_remote_code: bool = Fals
             try:
                 model = build_tiny(config, options.device, trust_remote_code=trust_remote_code)
             except Exception as exc:
-                return _build_failure(exc, decorator)
+                failure = classify(exc, Phase.DECORATED, decorator_files=decorator.source_files())
+                return CompileOutcome(failure.status, failure.message, failure.signature)
             return _Trial(model, component, backend, options.device).run()
     except DecorateError as exc:
-        message = message_of(exc.original)
-        return CompileOutcome(Status.DECORATE_ERROR, message, signature_of(message))
-
-
-def _build_failure(exc: Exception, decorator) -> CompileOutcome:
-    from auditor.decorators import classify_failure
-
-    status, message, signature = describe(exc)
-    verdict = classify_failure(exc, decorator)
-    if verdict != "error":
-        status = Status(verdict)
-    return CompileOutcome(status, message, signature)
+        return CompileOutcome(exc.status, exc.message, exc.signature)
 
 
 class _Trial:
@@ -97,7 +85,7 @@ class _Trial:
             _compiling(instances, False)
             eager, feeds, failed = self._eager(call, ways)
             if failed is not None:
-                return self._failure(failed, Status.EAGER_ERROR)
+                return self._failure(failed, Phase.EAGER)
             _compiling(instances, True)
             torch._dynamo.reset()
             first, failed = self._timed("compile_seconds", lambda: call(feeds[0]))
@@ -153,25 +141,17 @@ class _Trial:
         return value, None
 
     def _compile_failure(self, exc: Exception) -> CompileOutcome:
-        import torch
-
-        if isinstance(exc, torch._dynamo.exc.RecompileError):
+        failure = classify(exc, Phase.COMPILE)
+        if failure.status is Status.RECOMPILED:
             self.extras["recompile_reason"] = _first_lines(str(exc), 3)
-            return self._failure(exc, Status.RECOMPILED)
-        if _specialized(exc):
-            self.extras["recompile_reason"] = _first_lines(str(exc), 3)
-            return self._failure(exc, Status.RECOMPILED)
-        if isinstance(exc, torch._dynamo.exc.Unsupported):
+        elif failure.status is Status.GRAPH_BREAK:
             self.extras["break_reason"] = _first_lines(str(exc), 2)
             self.extras["break_location"] = _user_location(exc)
-            return self._failure(exc, Status.GRAPH_BREAK)
-        return self._failure(exc, Status.COMPILE_ERROR)
+        return self._outcome(failure.status, failure.message, failure.signature)
 
-    def _failure(self, exc: Exception, status: Status) -> CompileOutcome:
-        described, message, signature = describe(exc)
-        if described in _PASSED_THROUGH:
-            status = described
-        return self._outcome(status, message, signature)
+    def _failure(self, exc: Exception, phase: Phase) -> CompileOutcome:
+        failure = classify(exc, phase)
+        return self._outcome(failure.status, failure.message, failure.signature)
 
     def _compare(self, eager: Sequence[Any], compiled: Sequence[Any]) -> CompileOutcome:
         worst, tolerance = 0.0, 0.0
@@ -258,18 +238,6 @@ def _synchronize(device: str) -> None:
         import torch
 
         torch.cuda.synchronize()
-
-
-def _specialized(exc: BaseException) -> bool:
-    """Whether compiling specialized a dim the decorator marked dynamic (a constraint violation)."""
-    seen: set[int] = set()
-    while exc is not None and id(exc) not in seen:
-        seen.add(id(exc))
-        text = f"{type(exc).__name__}: {exc}"
-        if "ConstraintViolation" in text or "Constraints violated" in text:
-            return True
-        exc = exc.__cause__ or exc.__context__
-    return False
 
 
 def _first_lines(text: str, count: int) -> str:

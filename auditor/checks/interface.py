@@ -10,8 +10,8 @@ import abc
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from auditor.core.results import Result, Status
-from auditor.core.status import describe
+from auditor.core.results import Result
+from auditor.core.status import Failure, Phase, classify
 from auditor.models.cases import ModelCase
 
 
@@ -21,7 +21,7 @@ class Options:
 
     policies: tuple[str, ...] = ("legacy", "fixed", "fixed-no-config-skip")
     checks: tuple[str, ...] = ("build",)
-    # Own-decorator policies share one recorded build (recording.py); False builds per policy.
+    # Own-decorator policies share one recorded build (models/construction_log.py); False builds per policy.
     shared_policy_build: bool = True
     # --plugin modules: the pickle check's far side imports them too, as another node would.
     plugins: tuple[str, ...] = ()
@@ -34,15 +34,6 @@ class Options:
     # or why it did not start (auditor.remote.ray_trip.LocalCluster);
     # empty: a worker starts a cluster of its own when it needs one.
     ray_cluster: str = ""
-
-
-@dataclass(frozen=True)
-class Failure:
-    """Why the plain model could not be built: what every later check reports for it."""
-
-    status: Status
-    message: str
-    signature: str
 
 
 class Check(abc.ABC):
@@ -89,13 +80,17 @@ class CaseContext:
         self._constructions = None
 
     def config(self):
+        """The model type's default config; for a case of `--remote-code DIR`, the directory's
+        config, loaded with trust_remote_code=True."""
         from auditor.models.meta import make_config
+        from auditor.remote.twin import load_remote_config
 
         if self._config_failure is not None:
             raise self._config_failure
         if self._config is None:
             try:
-                self._config = make_config(self.case.model_type, self.case.remote_code)
+                remote = self.case.remote_code
+                self._config = load_remote_config(remote) if remote else make_config(self.case.model_type)
             except BaseException as exc:
                 self._config_failure = exc
                 raise
@@ -106,12 +101,11 @@ class CaseContext:
         try:
             self.config()
         except Exception as exc:
-            status, message, signature = describe(exc)
-            return Failure(Status.CONFIG_ERROR if status is Status.ERROR else status, message, signature)
+            return classify(exc, Phase.CONFIG)
         try:
             self.model()
         except Exception as exc:
-            return Failure(*describe(exc))
+            return classify(exc)
         return None
 
     def model(self):

@@ -25,9 +25,9 @@ import time
 from collections.abc import Iterator, Sequence
 
 from auditor.checks import register
-from auditor.checks.interface import CaseContext, Check, Failure, Options
-from auditor.core.results import Result, Status
-from auditor.core.status import describe, signature_of
+from auditor.checks.interface import CaseContext, Check, Options
+from auditor.core.results import Result
+from auditor.core.status import MISSING_DYNAMIC_MODULE, Failure, Phase, Status, classify, signature_of
 from auditor.models.cases import ModelCase
 
 BY_REF_BUILTIN = "by-ref-builtin"
@@ -35,7 +35,6 @@ BY_REF_REMOTE = "by-ref-remote"
 BY_VALUE_REMOTE = "by-value-remote"
 FAR_BUILD = "far-build"
 RAY = "ray-by-value-remote"
-MISSING_MODULE = "No module named 'transformers_modules"
 
 
 @register
@@ -130,7 +129,7 @@ class PickleCheck(Check):
             failure = _failure_of(exc)
             # The documented outcome (`error`, for want of transformers_modules) is marked expected.
             return _row(case, BY_REF_REMOTE, failure.status, failure.message, start, signature=failure.signature,
-                        extras={"expected": True} if MISSING_MODULE in failure.message else {})
+                        extras={"expected": True} if MISSING_DYNAMIC_MODULE in failure.message else {})
         return _row(case, BY_REF_REMOTE, Status.BUILD, f"loaded by reference as {facts['class']}: the far "
                     "side could import the remote code", start, extras={"expected": False})
 
@@ -184,7 +183,7 @@ class PickleCheck(Check):
     def _without_twin(self, case: ModelCase, context: CaseContext, plain: Failure | None, reason: str):
         for component in (BY_REF_REMOTE, BY_VALUE_REMOTE):
             yield _row(case, component, Status.SKIPPED, reason)
-        skipped = Failure(Status.SKIPPED, reason, signature_of(reason))
+        skipped = Failure.because(Status.SKIPPED, reason)
         components = _components(context) if plain is None else ["decoder"]
         yield from _far_rows(case, components, context.options.policies, plain or skipped)
         yield _row(case, RAY, Status.SKIPPED, reason)
@@ -269,17 +268,8 @@ def _differing_keys(ours: dict, theirs: dict) -> list[str]:
 
 
 def _failure_of(exc: Exception) -> Failure:
-    from auditor.remote.receiver import FarSideError
-
-    if isinstance(exc, FarSideError):
-        status, message, signature = exc.status, exc.message, exc.signature
-    else:
-        status, message, signature = describe(exc)
-    if type(exc).__name__ == "GetTimeoutError":  # Ray's
-        status = Status.TIMEOUT
-    elif MISSING_MODULE in message:  # the pickling bug itself, not a package to install
-        status = Status.ERROR
-    return Failure(status, message, signature)
+    """A round trip's failure: on the far side (a FarSideError says how), in Ray, or here."""
+    return classify(exc, Phase.TRANSPORT)
 
 
 def _failed(case: ModelCase, component: str, exc: Exception, start: float) -> Result:

@@ -13,8 +13,8 @@ from collections.abc import Iterator
 
 from auditor.checks import register
 from auditor.checks.interface import CaseContext, Check
-from auditor.core.results import Result, Status
-from auditor.core.status import describe
+from auditor.core.results import Result
+from auditor.core.status import Status, classify
 from auditor.models.cases import ModelCase
 
 
@@ -41,9 +41,9 @@ class TinyCheck(Check):
                          seconds=time.perf_counter() - start, extras=extras)
             return
         except Exception as exc:
-            status, message, signature = describe(exc)
-            yield Result(case.model_type, self.name, status, message=message, signature=signature,
-                         seconds=time.perf_counter() - start, extras=extras)
+            failure = classify(exc)
+            yield Result(case.model_type, self.name, failure.status, message=failure.message,
+                         signature=failure.signature, seconds=time.perf_counter() - start, extras=extras)
             return
         name = type(tiny.model).__name__
         yield Result(case.model_type, self.name, Status.BUILD, message=name, seconds=time.perf_counter() - start,

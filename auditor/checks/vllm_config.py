@@ -12,10 +12,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from auditor.checks import register
-from auditor.checks.decorate import verdicts
-from auditor.checks.interface import CaseContext, Check, Failure, Options
-from auditor.core.results import Result, Status
-from auditor.core.status import describe
+from auditor.checks.interface import CaseContext, Check, Options
+from auditor.core.results import Result
+from auditor.core.status import Failure, Phase, Status, classify
+from auditor.decorators.verdicts import verdicts
 from auditor.models.cases import ModelCase
 
 
@@ -51,14 +51,12 @@ class VllmConfigCheck(Check):
         try:
             config = cls()
         except Exception as exc:
-            status, message, signature = describe(exc)
-            failure = Failure(Status.CONFIG_ERROR if status is Status.ERROR else status, message, signature)
-            yield from self.failed_rows(case, context.options, failure)
+            yield from self.failed_rows(case, context.options, classify(exc, Phase.CONFIG))
             return
         try:
             model = build_on_meta(config)
         except Exception as exc:
-            yield from self.failed_rows(case, context.options, Failure(*describe(exc)))
+            yield from self.failed_rows(case, context.options, classify(exc))
             return
         facts = model_facts(model)
         yield Result(case.model_type, self.name, Status.BUILD, component="build", message=where,

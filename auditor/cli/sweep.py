@@ -137,10 +137,10 @@ def run_sweep(args: argparse.Namespace) -> int:
 
 
 def _header_device(options) -> str:
-    from auditor.checks import get
+    from auditor.checks import model_runners
     from auditor.core.runinfo import describe_device
 
-    return describe_device(options.device) if any(get(c).runs_models for c in options.checks) else "meta"
+    return describe_device(options.device) if model_runners(options.checks) else "meta"
 
 
 def _execute(todo, options, settings, path: Path, info, *, append: bool, args) -> int:
@@ -294,9 +294,9 @@ def _validate(args: argparse.Namespace):
 
 def _validated_device(args: argparse.Namespace, checks: tuple[str, ...]) -> tuple[str, str]:
     """--device and --backend, checked against the checks and this machine."""
-    from auditor.checks import get
+    from auditor.checks import model_runners
 
-    runs_models = [name for name in checks if get(name).runs_models]
+    runs_models = model_runners(checks)
     device = args.device or ("cpu" if runs_models else "meta")
     if device == "meta" and runs_models:
         raise UsageError(f"check(s) {', '.join(runs_models)} run real models: pass --device cpu or --device cuda")
@@ -344,14 +344,16 @@ def _check_executor(args: argparse.Namespace, checks: tuple[str, ...]) -> None:
         if args.ray_address or args.gpus_per_task:
             raise UsageError("--ray-address and --gpus-per-task need --executor ray")
         return
-    from auditor.engine.ray_executor import GPU_CHECKS, INSTALL_HINT
+    from auditor.checks import available, model_runners
+    from auditor.remote.ray_trip import INSTALL_HINT
 
     if importlib.util.find_spec("ray") is None:
         raise UsageError(f"--executor ray needs Ray installed: {INSTALL_HINT}")
     if args.gpus_per_task < 0:
         raise UsageError("--gpus-per-task cannot be negative")
-    if args.gpus_per_task and not set(checks) & set(GPU_CHECKS):
-        raise UsageError(f"--gpus-per-task applies to the checks that run models ({', '.join(GPU_CHECKS)}), "
+    if args.gpus_per_task and not model_runners(checks):
+        raise UsageError(f"--gpus-per-task applies to the checks that run models "
+                         f"({', '.join(model_runners(available()))}), "
                          "and --checks has none of them; the other checks ask for CPUs only")
 
 

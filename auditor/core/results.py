@@ -11,45 +11,15 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from enum import Enum
 from pathlib import Path
 from typing import Any
 
+from auditor.core.status import Status
+
 FORMAT_VERSION = 1
 RESULTS_FILE = "results.jsonl"
-
-
-class Status(str, Enum):
-    """The shared status vocabulary; the values are the exact strings in every output."""
-
-    BUILD = "build"  # built (or, for a non-build check, passed)
-    REFUSED = "refused"  # the decorator under audit refused with its own TypeError
-    CHECK_ERROR = "check-error"  # the decorator's own check raised something else
-    DECORATE_ERROR = "decorate-error"  # the class could not even be decorated
-    ERROR = "error"  # the model itself failed to build
-    CONFIG_ERROR = "config-error"  # the default config cannot be made
-    MISSING_DEPENDENCY = "missing-dependency"  # an optional package is not installed
-    NEEDS_HUB = "needs-hub"  # it wanted the Hugging Face hub while offline
-    TIMEOUT = "timeout"
-    CRASH = "crash"  # the worker process died
-    OOM = "oom"
-    SKIPPED = "skipped"
-    # Outcomes of the compile check (a failed build there keeps the statuses above).
-    COMPILED = "compiled"  # one graph for both lengths, outputs equal to eager
-    GRAPH_BREAK = "graph-break"  # fullgraph tracing failed
-    RECOMPILED = "recompiled"  # the second length needed another graph
-    MISMATCH = "mismatch"  # compiled and eager outputs differ beyond tolerance
-    EAGER_ERROR = "eager-error"  # the forward fails even without compiling
-    COMPILE_ERROR = "compile-error"  # tracing or the backend failed otherwise
-
-    def __str__(self) -> str:
-        return self.value
-
-    @property
-    def ok(self) -> bool:
-        return self in (Status.BUILD, Status.COMPILED)
 
 
 @dataclass(frozen=True)
@@ -228,11 +198,3 @@ class ResultsWriter:
 def done_model_types(results: Iterable[Result]) -> set[str]:
     """Model types that already have a row: what --resume skips."""
     return {r.model_type for r in results}
-
-
-def iter_columns(results: Iterable[Result]) -> Iterator[str]:
-    """Matrix columns in first-seen order, without repeats."""
-    seen: dict[str, None] = {}
-    for r in results:
-        seen.setdefault(r.column, None)
-    return iter(seen)

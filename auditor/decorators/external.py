@@ -6,8 +6,8 @@ mutates the class in place; the decorated class then builds with `cls(*args)`.
 A factory whose checking code lives outside its own module (an adapter around
 another package's decorator) may carry an optional attribute
 `audit_source_files`: a callable returning the paths of the files whose frames
-are the decorator's own code, so `classify_failure` can tell a check-error from
-a model error.
+are the decorator's own code, so that the classifier can tell a check-error
+from a model error.
 """
 
 from __future__ import annotations

@@ -17,20 +17,15 @@ from __future__ import annotations
 
 import abc
 import inspect
-import re
 from typing import Any
 
 DynamicArgDims = dict[str, int | list[int] | dict[int, str]]
 """Argument name -> the dynamic dimension(s) of that argument (vLLM's alias)."""
 
-REFUSAL_PATTERN = re.compile(
-    r"received a positional argument of type '.*', "
-    r"but no parameter of that type was found in the method signature"
-)
-
 
 def refusal(module: object, arg: object) -> TypeError:
-    """The TypeError vLLM raises when a positional argument fails its check."""
+    """The TypeError vLLM raises when a positional argument fails its check (recognised by
+    auditor.core.status.REFUSAL_PATTERN)."""
     init = f"'{type(module).__name__}.__init__'"
     arg_type = f"'{type(arg).__name__}'"
     return TypeError(
@@ -38,11 +33,6 @@ def refusal(module: object, arg: object) -> TypeError:
         "but no parameter of that type was found in the method signature. "
         f"Please either annotate {init} or pass it as a keyword argument."
     )
-
-
-def is_refusal(exc: BaseException) -> bool:
-    """Whether `exc` is a decorator's own refusal (not some other TypeError)."""
-    return isinstance(exc, TypeError) and REFUSAL_PATTERN.search(str(exc)) is not None
 
 
 class CheckPolicy(abc.ABC):
@@ -70,7 +60,8 @@ class Decorator(abc.ABC):
 
     @abc.abstractmethod
     def source_files(self) -> frozenset[str]:
-        """Files whose frames are the decorator's own code (for `classify_failure`)."""
+        """Files whose frames are the decorator's own code: an exception raised there is a
+        check-error (auditor.core.status.classify, Phase.DECORATED)."""
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name!r}>"

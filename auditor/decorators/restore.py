@@ -30,12 +30,6 @@ class ClassSnapshot:
     def take(cls, target: type) -> ClassSnapshot:
         return cls(target, dict(target.__dict__), target.__bases__)
 
-    def matches(self) -> bool:
-        """Whether the class is as it was: same bases, same attribute objects."""
-        now = self.cls.__dict__
-        return (self.cls.__bases__ == self.bases and now.keys() == self.attributes.keys()
-                and all(now[key] is value for key, value in self.attributes.items()))
-
     def restore(self) -> None:
         """Put back the bases, drop added attributes, reset changed ones."""
         if self.cls.__bases__ != self.bases:

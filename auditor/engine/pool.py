@@ -14,12 +14,13 @@ import signal
 import time
 from collections import deque
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from multiprocessing.connection import wait
 
 from auditor.checks import Options
-from auditor.core.results import Result, Status
-from auditor.core.status import signature_of
+from auditor.core.results import Result
+from auditor.core.status import Status
+from auditor.engine.deaths import death_rows
 from auditor.models.cases import ModelCase
 
 POLL_SECONDS = 0.25
@@ -223,28 +224,6 @@ class WorkerPool:
         assert worker.case is not None
         return death_rows(worker.case, self.options, worker.results, worker.check, status, message,
                           seconds=time.monotonic() - worker.started, worker=worker.name)
-
-
-def death_rows(case: ModelCase, options: Options, done: Sequence[Result], running: str, status: Status,
-               message: str, *, seconds: float, worker: str) -> list[Result]:
-    """The rows a model type gets when its worker died (crash, timeout, oom): the check that was
-    `running` and every check after it report the death, in the cells they would have filled;
-    cells already in `done` keep their result. The first row carries the `seconds` spent.
-
-    Shared by every executor, so a death looks the same whichever one ran the model type."""
-    from auditor import checks
-
-    failure = checks.Failure(status, message, signature_of(message))
-    have = {(r.check, r.component, r.policy) for r in done}
-    names = options.checks
-    first = names.index(running) if running in names else 0
-    rows = []
-    for name in names[first:]:
-        for row in checks.get(name).failed_rows(case, options, failure):
-            if (row.check, row.component, row.policy) not in have:
-                rows.append(replace(row, seconds=seconds, worker=worker))
-                seconds = 0.0
-    return rows
 
 
 def _kill(worker: _Worker) -> None:

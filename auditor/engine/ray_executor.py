@@ -25,15 +25,14 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from auditor.checks import Options
-from auditor.core.results import Result, Status
-from auditor.engine.pool import START_TIMEOUT, PoolError, death_rows
+from auditor.checks import Options, model_runners
+from auditor.core.results import Result
+from auditor.core.status import Phase, Status, classify, summary
+from auditor.engine.deaths import death_rows
+from auditor.engine.pool import START_TIMEOUT, PoolError
 from auditor.models.cases import ModelCase
 
 POLL_SECONDS = 0.25
-INSTALL_HINT = "pip install 'model-sweep-auditor[ray]'"
-# The checks that run models on --device: only their tasks ask for GPUs.
-GPU_CHECKS = ("compile", "tiny")
 CONNECT_TIMEOUT = 10.0
 LOCAL_OBJECT_STORE_BYTES = 100 * 2**20  # messages are small; Ray's default takes 30% of RAM
 
@@ -144,8 +143,8 @@ class RayExecutor:
     # -- internals -------------------------------------------------------------------
 
     def _gpus(self) -> float:
-        uses_device = any(check in GPU_CHECKS for check in self.options.checks)
-        return self.settings.gpus_per_task if uses_device else 0.0
+        """GPUs per task: only for sweeps with a check that runs models on --device."""
+        return self.settings.gpus_per_task if model_runners(self.options.checks) else 0.0
 
     def _capacity(self, resources: dict[str, float]) -> int:
         """How many tasks to keep in flight: --jobs on the local cluster, what fits on a remote one."""
@@ -172,9 +171,10 @@ class RayExecutor:
                 message = ("error", "the Ray task ended without finishing its model type")
             except Exception as exc:
                 if isinstance(exc, ray.exceptions.RayTaskError) and task.started is None:
-                    raise ClusterError(f"a Ray worker cannot get ready: {_summary(exc.cause or exc)}") from None
+                    raise ClusterError(f"a Ray worker cannot get ready: {summary(exc.cause or exc)}") from None
                 del tasks[ref]
-                yield [*task.results, *self._death_rows(task, *_failure(exc))]
+                failure = classify(exc, Phase.TASK)
+                yield [*task.results, *self._death_rows(task, failure.status, failure.message)]
                 return
             finished = self._handle(task, message)
             if finished is not None:
@@ -236,25 +236,6 @@ def _check_reachable(address: str) -> None:
         socket.create_connection((host.strip("[]"), int(port)), timeout=CONNECT_TIMEOUT).close()
     except OSError as exc:
         raise ConnectionError(f"nothing answers at {address} ({exc.strerror or exc})") from None
-
-
-def _failure(exc: BaseException) -> tuple[Status, str]:
-    """The status and message of a task that did not deliver its model type."""
-    from ray import exceptions as rx
-
-    if isinstance(exc, rx.OutOfMemoryError):
-        return Status.OOM, "OutOfMemory: Ray's memory monitor killed the worker (its node ran short of memory)"
-    if isinstance(exc, (rx.WorkerCrashedError, rx.NodeDiedError, rx.LocalRayletDiedError)):
-        return Status.CRASH, f"Crash: the Ray worker process died, also on the retry ({type(exc).__name__})"
-    if isinstance(exc, rx.RayTaskError):  # our task code raised: an auditor bug, not the model's
-        return Status.CRASH, f"Crash: the Ray task failed: {_summary(exc.cause or exc)}"
-    return Status.CRASH, f"Crash: {_summary(exc)}"
-
-
-def _summary(exc: BaseException) -> str:
-    """`Type: message`, on one line (a RayTaskError's text is a whole traceback: its last line)."""
-    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
-    return f"{type(exc).__name__}: {lines[-1] if lines else ''}"
 
 
 # -- what runs in the Ray worker ---------------------------------------------------------

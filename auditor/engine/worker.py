@@ -16,7 +16,7 @@ from collections.abc import Iterator, Sequence
 from auditor.checks import CaseContext, Check, Options
 from auditor.core import heap
 from auditor.core.results import Result
-from auditor.core.status import describe
+from auditor.core.status import classify
 from auditor.models.cases import ModelCase
 
 
@@ -92,9 +92,9 @@ def run_check(check: Check, case: ModelCase, context: CaseContext) -> Iterator[R
     try:
         yield from check.run(case, context)
     except Exception as exc:
-        status, message, signature = describe(exc)
-        yield Result(case.model_type, check.name, status, message=message, signature=signature,
-                     seconds=time.perf_counter() - start)
+        failure = classify(exc)
+        yield Result(case.model_type, check.name, failure.status, message=failure.message,
+                     signature=failure.signature, seconds=time.perf_counter() - start)
 
 
 def _stamped(result: Result, worker: str) -> Result:

@@ -15,7 +15,9 @@ module's constructor arguments, and the components' calls are picked from it aft
 from __future__ import annotations
 
 import contextlib
+import copyreg
 import inspect
+import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
@@ -123,31 +125,64 @@ def constructions() -> Iterator[ConstructionLog]:
         _active = saved
 
 
-def _new(cls, *args, **kwargs):
-    module = object.__new__(cls)
-    if _active is not None:
-        _active.append((module, args))
-    return module
+class _LoggingNew:
+    """What `torch.nn.Module.__new__` is once a log has been opened in a process.
+
+    A descriptor rather than a plain function, so that it changes nothing but the log:
+
+    * `inspect.signature(SomeModule)`: Python 3.10 prefers an inherited `__new__` to an
+      inherited `__init__`, so a plain `__new__(cls, *args, **kwargs)` would make every module
+      that inherits its `__init__` read `(*args, **kwargs)` there (3.11 and later look along
+      the MRO and are unaffected). What the descriptor hands out carries the class's own
+      `__init__` signature, which is what every supported Python reports without the hook.
+    * `copy.deepcopy` and `copy.copy` of a module make it through `copyreg.__newobj__`
+      without calling a constructor: not a construction, not logged.
+    """
+
+    def __get__(self, instance: object, owner: type) -> _BoundNew:
+        return _BoundNew(owner)
 
 
-def _install() -> None:
-    """Give torch.nn.Module the logging `__new__`, once per process, for good.
+class _BoundNew:
+    __slots__ = ("owner",)
+
+    def __init__(self, owner: type) -> None:
+        self.owner = owner
+
+    def __call__(self, cls, *args, **kwargs):
+        module = object.__new__(cls)
+        if _active is not None and sys._getframe(1).f_code not in _COPIES:
+            _active.append((module, args))
+        return module
+
+    @property
+    def __signature__(self) -> inspect.Signature:
+        return inspect.signature(self.owner.__init__)
+
+
+# copyreg's reconstructors: what copy (and pickle's Python side) call `cls.__new__` from.
+_COPIES = frozenset({copyreg.__newobj__.__code__, copyreg.__newobj_ex__.__code__})
+
+
+def _install(base: type | None = None) -> None:
+    """Give `base` (torch.nn.Module) the logging `__new__`, once per process, for good.
 
     It cannot be taken back: after an assigned `__new__` is deleted (or set back to
     `object.__new__`), CPython's `object.__new__` rejects the constructor arguments of every
     subclass. So it stays, and logs nothing while no log is open.
     """
-    import torch
+    if base is None:
+        import torch
 
-    if torch.nn.Module.__dict__.get("__new__") is None:
-        torch.nn.Module.__new__ = staticmethod(_new)
+        base = torch.nn.Module
+    if not isinstance(base.__dict__.get("__new__"), _LoggingNew):
+        base.__new__ = _LoggingNew()
 
 
 def _installed() -> bool:
     import torch
 
-    hook = torch.nn.Module.__dict__.get("__new__")
-    return isinstance(hook, staticmethod) and hook.__func__ is _new
+    return isinstance(torch.nn.Module.__dict__.get("__new__"), _LoggingNew)
 
 
 def _own_new(cls: type) -> bool:

@@ -7,13 +7,9 @@ import functools
 from typing import Any
 
 
-def make_config(model_type: str, remote_code: str = ""):
-    """The model type's default config: `CONFIG_MAPPING[model_type]()`; for a case of
-    `--remote-code DIR`, the directory's config, loaded with trust_remote_code=True."""
-    if remote_code:
-        from auditor.remote.twin import load_remote_config
-
-        return load_remote_config(remote_code)
+def make_config(model_type: str):
+    """The model type's default config: `CONFIG_MAPPING[model_type]()` (a `--remote-code`
+    directory's config is loaded by auditor.remote.twin.load_remote_config instead)."""
     from transformers.models.auto.configuration_auto import CONFIG_MAPPING
 
     return CONFIG_MAPPING[model_type]()

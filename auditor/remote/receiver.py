@@ -26,23 +26,18 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from auditor.core import heap
-from auditor.core.results import Status
+from auditor.core.status import Failure, Status, StatusError, classify, signature_of
 from auditor.remote.workspace import child_environment, scratch
 
 MESSAGE_TIMEOUT = 120.0  # seconds for one answer; then the receiver is killed
 START_TIMEOUT = 300.0  # seconds to import torch and transformers on a busy machine
 
 
-class FarSideError(Exception):
+class FarSideError(StatusError):
     """What went wrong on the far side, or with the far side itself, as a row would say it."""
 
     def __init__(self, status: Status, message: str, signature: str = "") -> None:
-        from auditor.core.status import signature_of
-
-        super().__init__(message)
-        self.status = status
-        self.message = message
-        self.signature = signature or signature_of(message)
+        super().__init__(Failure(status, message, signature or signature_of(message)))
 
 
 class Receiver:
@@ -51,7 +46,6 @@ class Receiver:
     def __init__(self, plugins: Sequence[str] = (), timeout: float = MESSAGE_TIMEOUT) -> None:
         self.plugins = tuple(plugins)  # imported there before the first message, as another node has them
         self.timeout = timeout
-        self.starts = 0
         self._process: multiprocessing.process.BaseProcess | None = None
         self._conn = None
         self._cache: str | None = None
@@ -121,7 +115,6 @@ class Receiver:
             process.start()
         child.close()
         self._process, self._conn, self._loaded = process, parent, ()
-        self.starts += 1
         try:
             ready = parent.poll(START_TIMEOUT)
             message = parent.recv() if ready else None
@@ -232,7 +225,7 @@ def far_build(payload: bytes, policies: Sequence[str], shared_build: bool = True
     The verdicts are those of the decorate check, on the config as it arrived: a new class
     for every type whose config came by value.
     """
-    from auditor.checks.decorate import verdicts
+    from auditor.decorators.verdicts import verdicts
     from auditor.models.construction_log import constructions
     from auditor.models.meta import build_on_meta, no_init_weights
 
@@ -305,7 +298,5 @@ def _dynamic_modules() -> list[str]:
 
 
 def _described(exc: BaseException) -> dict:
-    from auditor.core.status import describe
-
-    status, message, signature = describe(exc)
-    return {"status": status.value, "message": message, "signature": signature}
+    failure = classify(exc)
+    return {"status": failure.status.value, "message": failure.message, "signature": failure.signature}

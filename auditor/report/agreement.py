@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from auditor.core.results import Result, Run, Status
+from auditor.core.results import Result, Run
+from auditor.core.status import Status
+from auditor.report.matrix import run_cells
 
 
 @dataclass(frozen=True)
@@ -41,8 +43,10 @@ class Agreement:
 
 
 def compare_policies(run: Run, first: str, second: str) -> Agreement:
+    """The cells of `first` and `second` (the matrix's cells: the first row of a cell wins),
+    paired by model type, check and component."""
     cells: dict[tuple[str, str, str], dict[str, Result]] = {}
-    for result in run.results:
+    for result in run_cells(run).values():
         if result.policy in (first, second):
             cells.setdefault((result.model_type, result.check, result.component), {})[result.policy] = result
     disagreements = []

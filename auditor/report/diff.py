@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from auditor.core.results import Result, Run
-from auditor.report.matrix import column_order, run_name
+from auditor.report.matrix import column_order, run_cells, run_name
 from auditor.report.statuses import is_ok
 
 
@@ -108,13 +108,13 @@ class RunDiff:
 
 
 def side(run: Run) -> Side:
-    cells = cells_of(run)
+    cells = run_cells(run)
     return Side(name=run_name(run), environment=run.info.environment, started=run.info.started,
                 model_types=len({m for m, _ in cells}), cells=len(cells))
 
 
 def diff_runs(base: Run, new: Run, allow: AllowList = AllowList()) -> RunDiff:
-    before, after = cells_of(base), cells_of(new)
+    before, after = run_cells(base), run_cells(new)
     types_before, types_after = {m for m, _ in before}, {m for m, _ in after}
     columns_before, columns_after = {c for _, c in before}, {c for _, c in after}
     common_types, common_columns = types_before & types_after, columns_before & columns_after
@@ -152,13 +152,6 @@ def diff_runs(base: Run, new: Run, allow: AllowList = AllowList()) -> RunDiff:
         unchanged=unchanged,
         unused_allow=tuple(e for e in allow.entries if e not in used),
     )
-
-
-def cells_of(run: Run) -> dict[tuple[str, str], Result]:
-    cells: dict[tuple[str, str], Result] = {}
-    for r in run.results:
-        cells.setdefault((r.model_type, r.column), r)
-    return cells
 
 
 def _change(model_type: str, column: str, b: Result | None, a: Result | None) -> CellChange:

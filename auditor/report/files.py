@@ -21,15 +21,12 @@ DIFF_FILES = ("diff.md", "diff.html")
 
 def report_texts(runs: Sequence[Run]) -> dict[str, str]:
     """File name -> content of the three report files."""
-    return {
-        "report.html": render_report(runs),
-        "results.csv": csv_text(long_frame(runs)),
-        "matrix.csv": csv_text(matrix_frame(runs)),
-    }
+    return dict(zip(REPORT_FILES, (render_report(runs), csv_text(long_frame(runs)), csv_text(matrix_frame(runs))),
+                    strict=True))
 
 
 def diff_texts(diff: RunDiff) -> dict[str, str]:
-    return {"diff.md": render_diff_markdown(diff), "diff.html": render_diff_html(diff)}
+    return dict(zip(DIFF_FILES, (render_diff_markdown(diff), render_diff_html(diff)), strict=True))
 
 
 def write_report(runs: Sequence[Run], outdir: Path) -> list[Path]:

@@ -9,13 +9,14 @@ from urllib.parse import quote
 from auditor.core.results import Run
 from auditor.report import templating
 from auditor.report.charts import vertical_bars
-from auditor.report.diff import RunDiff, cells_of, diff_runs
-from auditor.report.matrix import run_name
+from auditor.report.diff import RunDiff, diff_runs
+from auditor.report.files import DIFF_FILES, REPORT_FILES
+from auditor.report.matrix import run_cells, run_name
 from auditor.report.statuses import legend
 from auditor.report.summary import Counts
 
-REPORT_FILE = "report.html"
-DIFF_FILE = "diff.html"
+REPORT_FILE = REPORT_FILES[0]  # report.html
+DIFF_FILE = DIFF_FILES[1]  # diff.html
 
 
 @dataclass(frozen=True)
@@ -54,7 +55,7 @@ def build_history(runs: Sequence[Run]) -> History:
     ordered = sorted(runs, key=lambda r: (r.info.started, r.path.parent.name))
     nights = []
     for i, run in enumerate(ordered):
-        cells = {key: r.status.value for key, r in cells_of(run).items()}
+        cells = {key: r.status.value for key, r in run_cells(run).items()}
         nights.append(Night(
             name=run_name(run),
             started=run.info.started,

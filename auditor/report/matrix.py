@@ -1,7 +1,12 @@
-"""The merged matrix of one or more runs: model types down, one column group per environment.
+"""The matrix of one or more runs: model types down, one column group per environment.
 
-Several runs of one environment merge into one group; when two rows claim the same cell the
-first one read wins, as in `tables.matrix_frame`. A cell is marked as disagreeing when the
+This is the one place that turns rows into cells; matrix.csv, the HTML report, the diff, the
+nightly history and the agreement of two policies all read cells from here. A cell is an
+environment, a model type and a column (`Result.column`). **When several rows claim one cell,
+the first one read wins** (runs in the order given, rows in file order): a resumed run that
+repeated a type, overlapping shards, or two runs of one environment keep their first verdict.
+
+Several runs of one environment merge into one group. A cell is marked as disagreeing when the
 environments that have it gave it different statuses (an environment without it is not compared).
 """
 
@@ -74,8 +79,8 @@ def run_name(run: Run) -> str:
     return run.path.parent.name if run.path.name == RESULTS_FILE else run.path.name
 
 
-def first_results(runs: Sequence[Run]) -> dict[tuple[str, str, str], Result]:
-    """(environment, model type, column) -> the first result read for it."""
+def cell_results(runs: Sequence[Run]) -> dict[tuple[str, str, str], Result]:
+    """(environment, model type, column) -> the result of that cell: the first one read."""
     found: dict[tuple[str, str, str], Result] = {}
     for run in runs:
         env = run.info.environment
@@ -84,8 +89,13 @@ def first_results(runs: Sequence[Run]) -> dict[tuple[str, str, str], Result]:
     return found
 
 
+def run_cells(run: Run) -> dict[tuple[str, str], Result]:
+    """(model type, column) -> the result of that cell in one run."""
+    return {(model_type, column): r for (_, model_type, column), r in cell_results([run]).items()}
+
+
 def build_matrix(runs: Sequence[Run]) -> Matrix:
-    found = first_results(runs)
+    found = cell_results(runs)
     environments = list(dict.fromkeys(run.info.environment for run in runs))
     groups = tuple(
         Group(env, tuple(Column(env, c) for c in sorted({k[2] for k in found if k[0] == env}, key=column_order)))

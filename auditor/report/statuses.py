@@ -10,7 +10,7 @@ import hashlib
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from auditor.core.results import Status
+from auditor.core.status import Status
 
 
 @dataclass(frozen=True)
@@ -38,26 +38,29 @@ def is_ok(status: str) -> bool:
         return False
 
 
-_KNOWN = (
-    StatusStyle("build", "#4caf50", "build", "built (or, for a non-build check, passed)"),
-    StatusStyle("compiled", "#81c784", "compiled", "compiled to one graph for both lengths, output equal to eager"),
-    StatusStyle("graph-break", "#fff176", "g-break", "torch.compile(fullgraph=True) hit a graph break"),
-    StatusStyle("recompiled", "#ffb74d", "recomp", "the second sequence length needed another graph"),
-    StatusStyle("mismatch", "#e040fb", "mismatch", "compiled output differs from eager"),
-    StatusStyle("eager-error", "#8d6e63", "eager-err", "the eager model itself failed"),
-    StatusStyle("compile-error", "#ff7043", "cmp-err", "tracing or the compiler backend failed otherwise"),
-    StatusStyle("refused", "#ff9800", "refused", "the decorator under audit refused with its own TypeError"),
-    StatusStyle("check-error", "#ffc107", "chk-err", "the decorator's own check raised something else"),
-    StatusStyle("decorate-error", "#ab47bc", "dec-err", "the class could not even be decorated"),
-    StatusStyle("error", "#e53935", "error", "the model itself failed to build"),
-    StatusStyle("config-error", "#f06292", "cfg-err", "the default config cannot be made"),
-    StatusStyle("missing-dependency", "#90a4ae", "no-dep", "an optional package is not installed"),
-    StatusStyle("needs-hub", "#4fc3f7", "hub", "it wanted the Hugging Face hub while offline"),
-    StatusStyle("timeout", "#795548", "timeout", "it ran past the time limit"),
-    StatusStyle("crash", "#b71c1c", "crash", "the worker process died"),
-    StatusStyle("oom", "#880e4f", "oom", "the worker ran out of its memory limit"),
-    StatusStyle("skipped", "#e0e0e0", "skipped", "not run"),
-)
+# Color and cell text per status; what a status means is Status.description (auditor.core.status).
+# The legend follows this order. A test holds these keys to the Status vocabulary.
+_LOOKS: dict[Status, tuple[str, str]] = {
+    Status.BUILD: ("#4caf50", "build"),
+    Status.COMPILED: ("#81c784", "compiled"),
+    Status.GRAPH_BREAK: ("#fff176", "g-break"),
+    Status.RECOMPILED: ("#ffb74d", "recomp"),
+    Status.MISMATCH: ("#e040fb", "mismatch"),
+    Status.EAGER_ERROR: ("#8d6e63", "eager-err"),
+    Status.COMPILE_ERROR: ("#ff7043", "cmp-err"),
+    Status.REFUSED: ("#ff9800", "refused"),
+    Status.CHECK_ERROR: ("#ffc107", "chk-err"),
+    Status.DECORATE_ERROR: ("#ab47bc", "dec-err"),
+    Status.ERROR: ("#e53935", "error"),
+    Status.CONFIG_ERROR: ("#f06292", "cfg-err"),
+    Status.MISSING_DEPENDENCY: ("#90a4ae", "no-dep"),
+    Status.NEEDS_HUB: ("#4fc3f7", "hub"),
+    Status.TIMEOUT: ("#795548", "timeout"),
+    Status.CRASH: ("#b71c1c", "crash"),
+    Status.OOM: ("#880e4f", "oom"),
+    Status.SKIPPED: ("#e0e0e0", "skipped"),
+}
+_KNOWN = tuple(StatusStyle(status.value, color, short, status.description) for status, (color, short) in _LOOKS.items())
 STYLES: dict[str, StatusStyle] = {s.name: s for s in _KNOWN}
 _RANK = {name: i for i, name in enumerate(STYLES)}
 

@@ -25,16 +25,8 @@ class Counts:
     def total(self) -> int:
         return sum(n for _, n in self.items)
 
-    @property
-    def failures(self) -> int:
-        return sum(n for s, n in self.items if not is_ok(s))
-
     def share(self, count: int) -> float:
         return 100.0 * count / self.total if self.total else 0.0
-
-    def text(self) -> str:
-        """`498 build · 4 refused · 55 error`."""
-        return " · ".join(f"{n} {s}" for s, n in self.items) or "no results"
 
 
 @dataclass(frozen=True)

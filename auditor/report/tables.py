@@ -7,6 +7,7 @@ from collections.abc import Sequence
 import pandas as pd
 
 from auditor.core.results import Run
+from auditor.report.matrix import build_matrix
 
 LONG_COLUMNS = [
     "environment", "model_type", "check", "component", "policy", "column",
@@ -42,23 +43,16 @@ def long_frame(runs: Sequence[Run]) -> pd.DataFrame:
 
 
 def matrix_frame(runs: Sequence[Run]) -> pd.DataFrame:
-    """One row per model type, one column per check column (per environment when several)."""
-    long = long_frame(runs)
-    if long.empty:
-        return pd.DataFrame(columns=["model_type"])
-    several = long["environment"].nunique() > 1
-    long["key"] = (long["environment"] + " | " + long["column"]) if several else long["column"]
-    wide = long.pivot_table(index="model_type", columns="key", values="status", aggfunc="first")
-    wide = wide.reindex(sorted(wide.columns, key=_column_order), axis=1)
-    wide.columns.name = None
-    return wide.reset_index().fillna("")
+    """The matrix (auditor.report.matrix) as a table: one row per model type, one column per
+    matrix column, named `environment | column` when there are several environments."""
+    matrix = build_matrix(runs)
+    several = len(matrix.groups) > 1
+    names = [column.key if several else column.column for column in matrix.columns]
+    rows = [[row.model_type, *(cell.status if cell is not None else "" for cell in row.cells)] for row in matrix.rows]
+    return pd.DataFrame(rows, columns=["model_type", *names], dtype=object)
 
 
 def csv_text(frame: pd.DataFrame) -> str:
     """A frame as CSV text with `\n` line ends on every platform, so the files diff well in git."""
     return frame.to_csv(index=False, lineterminator="\n")
 
-
-def _column_order(key: str) -> tuple:
-    env, _, column = key.rpartition(" | ")
-    return (env, column != "build", column)

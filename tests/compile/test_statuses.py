@@ -1,6 +1,7 @@
 """The compile statuses in the shared vocabulary, the reports and the diff."""
 
-from auditor.core.results import Status, read_run
+from auditor.core.results import read_run
+from auditor.core.status import Status
 from auditor.report.diff import diff_runs
 from auditor.report.statuses import STYLES, is_ok
 from tests.report.helpers import result, write_run

@@ -4,13 +4,26 @@ import importlib.util
 
 import pytest
 
-from auditor.decorators import classify_failure, decorated, get_policy
+from auditor.core.status import Phase, classify
+from auditor.decorators import decorated, get_policy
 
 from . import vllm_like
 
 BUILD = "build"
 EXTERNAL = f"external:{vllm_like.__name__}:support_torch_compile"
 OWN_POLICIES = ("legacy", "fixed", "fixed-no-config-skip")
+
+
+def classify_failure(exc, decorator):
+    """The status of a failed decoration or build under `decorator`, as the auditor judges it."""
+    return classify(exc, Phase.DECORATED, decorator_files=decorator.source_files()).status
+
+
+def snapshot_matches(snapshot):
+    """Whether the snapshot's class is as it was: same bases, same attribute objects."""
+    now = snapshot.cls.__dict__
+    return (snapshot.cls.__bases__ == snapshot.bases and now.keys() == snapshot.attributes.keys()
+            and all(now[key] is value for key, value in snapshot.attributes.items()))
 
 
 def outcome(cls, policy, *args, dims=None, **kwargs):

@@ -5,17 +5,16 @@ import torch
 from transformers import LlamaModel, SiglipVisionModel
 
 from auditor.decorators import (
-    TRANSFORMERS_DYNAMIC_ARG_DIMS,
     DecorateError,
-    classify_failure,
     decorate,
     decorated,
     get_policy,
     support_torch_compile,
 )
 from auditor.decorators.support import CompileSupport
+from auditor.models.components import DECODER_DIMS as TRANSFORMERS_DYNAMIC_ARG_DIMS
 
-from .helpers import EXTERNAL, OWN_POLICIES
+from .helpers import EXTERNAL, OWN_POLICIES, classify_failure
 from .models import Block, Inferred, NoForward, NoTensors, Vision, WithKeywords
 
 

@@ -6,12 +6,15 @@ from pathlib import Path
 import pytest
 import torch
 
-import auditor.decorators.legacy as legacy_module
-from auditor.decorators import CHECK_ERROR, ERROR, REFUSED, classify_failure, get_policy, is_refusal
+import auditor.decorators.policies as legacy_module
+from auditor.core.status import Status, is_refusal
+from auditor.decorators import get_policy
 
 from . import vllm_like
-from .helpers import EXTERNAL, failure
+from .helpers import EXTERNAL, classify_failure, failure
 from .models import Block, Block3, Failing, TypingCallableBlock
+
+CHECK_ERROR, ERROR, REFUSED = Status.CHECK_ERROR, Status.ERROR, Status.REFUSED
 
 
 def innermost_file(exc):

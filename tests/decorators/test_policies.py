@@ -4,11 +4,13 @@ import pytest
 import torch
 from transformers import LlamaConfig, Qwen2Config
 
-from auditor.decorators import CHECK_ERROR, DECORATE_ERROR, ERROR, REFUSED
+from auditor.core.status import Status
 
 from .future_models import FutureBlock
 from .helpers import BUILD, EXTERNAL, HAS_VLLM, failure, outcome
 from .models import AnyBlock, Block, Block3, ConfigBlock, Failing, ListBlock, TypingCallableBlock
+
+CHECK_ERROR, DECORATE_ERROR, ERROR, REFUSED = Status.CHECK_ERROR, Status.DECORATE_ERROR, Status.ERROR, Status.REFUSED
 
 POLICIES = ("legacy", "fixed", "fixed-no-config-skip", EXTERNAL)
 

@@ -4,7 +4,8 @@ import pytest
 import torch
 from transformers import LlamaForCausalLM, LlamaModel
 
-from auditor.decorators import TRANSFORMERS_DYNAMIC_ARG_DIMS, decorated
+from auditor.decorators import decorated
+from auditor.models.components import DECODER_DIMS as TRANSFORMERS_DYNAMIC_ARG_DIMS
 
 from .helpers import EXTERNAL, OWN_POLICIES, VLLM
 

@@ -38,7 +38,7 @@ def test_a_remote_code_config_round_trips_through_a_ray_task():
 def test_without_the_sweep_s_cluster_every_round_trip_says_why(tmp_path):
     pytest.importorskip("ray", reason="Ray is not installed (the optional extra 'ray')")
     from auditor.checks.pickling import _failure_of
-    from auditor.core.results import Status
+    from auditor.core.status import Status
     from auditor.remote.ray_trip import RayTrip, RayUnavailable, _announce
 
     announcement = str(tmp_path / "cluster.json")

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from auditor.core.results import Result, ResultsWriter, RunInfo, Status
+from auditor.core.results import Result, ResultsWriter, RunInfo
+from auditor.core.status import Status
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "report"
 
@@ -23,6 +24,15 @@ def result(model_type: str, status: str, check: str = "build", policy: str = "",
            signature: str = "", message: str = "") -> Result:
     return Result(model_type=model_type, check=check, status=Status(status), policy=policy, component=component,
                   signature=signature, message=message or signature or f"{model_type} {status}", seconds=0.25)
+
+
+def counts_text(counts) -> str:
+    """`498 build · 4 refused · 55 error`: a Counts as a person would read it."""
+    return " · ".join(f"{n} {s}" for s, n in counts.items) or "no results"
+
+
+def failure_count(counts) -> int:
+    return sum(n for s, n in counts.items if not Status(s).ok)
 
 
 def write_run(directory: Path, results: list[Result], **info) -> Path:

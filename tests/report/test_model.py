@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import re
 
-from auditor.core.results import Status, read_run
+from auditor.core.results import read_run
+from auditor.core.status import Status
 from auditor.report.charts import horizontal_bars, vertical_bars
 from auditor.report.matrix import build_matrix
 from auditor.report.statuses import STYLES, is_ok, legend, rank, style
 from auditor.report.summary import Counts, column_summaries, failure_groups
-from tests.report.helpers import FIXTURES, result, write_run
+from tests.report.helpers import FIXTURES, counts_text, failure_count, result, write_run
 
 
 def test_every_status_of_the_enum_has_a_style():
@@ -61,8 +62,8 @@ def test_first_result_of_a_cell_wins_like_the_csv(tmp_path):
 
 def test_counts_text_and_shares():
     counts = Counts.of(["build"] * 498 + ["refused"] * 4 + ["error"] * 55)
-    assert counts.text() == "498 build · 4 refused · 55 error"
-    assert counts.total == 557 and counts.failures == 59
+    assert counts_text(counts) == "498 build · 4 refused · 55 error"
+    assert counts.total == 557 and failure_count(counts) == 59
     assert round(counts.share(498), 1) == 89.4
 
 

@@ -25,6 +25,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
+from auditor.core.status import classify
 from auditor.models.tiny.shrinker import SIZES, ShrinkError, Sizes, shrink
 
 # Tried in order when a tiny build fails: some models need more than two layers (zamba's first
@@ -34,13 +35,6 @@ VARIANTS = (SIZES, dataclasses.replace(SIZES, layers=4, max_layers=6), dataclass
 # and audio codecs keep their channel lists in the variants above, which is safe but can be big.
 NARROW = dataclasses.replace(SIZES, stage_width=256)
 PARAMETER_BUDGET = 10_000_000
-
-
-def tiny_config(model_type: str, sizes: Sizes = SIZES):
-    """The model type's default config (`CONFIG_MAPPING[model_type]()`), shrunk."""
-    from auditor.models.meta import make_config
-
-    return shrink(make_config(model_type), sizes)
 
 
 def parameter_count(model) -> int:
@@ -63,7 +57,7 @@ def tiny_model(config, device: str = "cpu", variants: tuple[Sizes, ...] = VARIAN
     """The first variant of `config` that shrinks and builds on `device`.
 
     Raises the first build failure (ShrinkError when no variant even shrinks); a missing
-    dependency or memory error at once, since no other size would help.
+    dependency, a memory error or a wish for the hub at once, since no other size would help.
     """
     failures: list[Exception] = []
     for sizes in variants:
@@ -93,10 +87,8 @@ def _attempt(config, sizes: Sizes, device: str, trust_remote_code: bool) -> Tiny
     config_ = shrink(config, sizes)
     try:
         return TinyModel(config_, build_tiny(config_, device, trust_remote_code=trust_remote_code), sizes)
-    except (ImportError, MemoryError):
-        raise
     except Exception as exc:
-        if "out of memory" in str(exc).lower():
+        if classify(exc).environmental:  # a missing package, memory, the hub: no size helps
             raise
         raise _BuildFailure() from exc
 
@@ -117,4 +109,4 @@ def build_tiny(config, device: str = "cpu", seed: int = 0, trust_remote_code: bo
 
 
 __all__ = ["NARROW", "PARAMETER_BUDGET", "SIZES", "VARIANTS", "ShrinkError", "Sizes", "TinyModel", "build_tiny",
-           "parameter_count", "shrink", "tiny_config", "tiny_model"]
+           "parameter_count", "shrink", "tiny_model"]

@@ -2,8 +2,12 @@
 
 import pytest
 
-from auditor.core.results import Status
-from auditor.core.status import describe, signature_of
+from auditor.core.status import Status, classify, signature_of
+
+
+def describe(exc):
+    failure = classify(exc)
+    return failure.status, failure.message, failure.signature
 
 
 def _raise(exc):

@@ -1,0 +1,130 @@
+"""The package's layout: one layer per folder, dependencies pointing one way, no import cycles.
+
+Read from the source with `ast`, so lazy imports inside functions count as much as those at the
+top of a module: a cycle hidden in a function still ties two layers together.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections import defaultdict
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[1] / "auditor"
+
+# Lowest first: a layer may import the layers before it, never one after it. `report` and
+# `upgrade` stand beside the sweep's stack and may use `core` only; `cli` uses everything.
+LAYERS = ("core", "models", "decorators", "remote", "checks", "engine", "cli")
+BESIDE = {"report": {"core"}, "upgrade": {"core"}}
+# The package's own __init__ holds only __version__; every layer may read it.
+ROOT = "auditor"
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _imports(path: Path, top_level_only: bool) -> set[str]:
+    """The auditor modules `path` imports (`from auditor.x import y` counts auditor.x and,
+    when it is a module, auditor.x.y)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    nodes = tree.body if top_level_only else ast.walk(tree)
+    found = set()
+    for node in nodes:
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith(ROOT) and not node.level:
+            found.add(node.module)
+            found.update(f"{node.module}.{alias.name}" for alias in node.names)
+        elif isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names if alias.name.startswith(ROOT))
+    return found
+
+
+def _graph(top_level_only: bool = False) -> dict[str, set[str]]:
+    """Module -> the auditor modules it imports. A module's own parent packages are left out:
+    Python imports them before the module anyway (`from auditor.report import templating` in
+    auditor.report.page needs auditor.report.templating, not a second run of the package)."""
+    paths = {_module_name(p): p for p in PACKAGE.rglob("*.py")}
+    return {name: {m for m in _imports(path, top_level_only)
+                   if m in paths and m != name and not name.startswith(m + ".")}
+            for name, path in paths.items()}
+
+
+def _layer(module: str) -> str:
+    """`core`, `engine`, ...; `auditor` for the package's own __init__; `__main__` for
+    `python -m auditor`, which only calls the CLI."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else ROOT
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one node (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for target in sorted(graph.get(node, ())):
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in on_stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_every_folder_is_a_known_layer():
+    folders = {p.name for p in PACKAGE.iterdir() if p.is_dir() and (p / "__init__.py").exists()}
+    assert folders == set(LAYERS) | set(BESIDE)
+
+
+def test_layers_depend_only_on_the_layers_below_them():
+    wrong = []
+    for module, targets in _graph().items():
+        source = _layer(module)
+        if source in (ROOT, "__main__"):
+            continue
+        allowed = BESIDE[source] if source in BESIDE else set(LAYERS[:LAYERS.index(source)]) | set(BESIDE)
+        if source != "cli":
+            allowed -= set(BESIDE) - BESIDE.get(source, set())
+        for target in targets:
+            layer = _layer(target)
+            if layer not in (source, ROOT) and layer not in allowed:
+                wrong.append(f"{module} -> {target}")
+    assert not wrong, "imports against the layering:\n" + "\n".join(sorted(wrong))
+
+
+def test_no_import_cycle_between_layers():
+    layers: dict[str, set[str]] = defaultdict(set)
+    for module, targets in _graph().items():
+        layers[_layer(module)].update(_layer(t) for t in targets if _layer(t) != _layer(module))
+    assert _cycles(dict(layers)) == []
+
+
+def test_no_import_cycle_between_modules_at_import_time():
+    # Within a layer, a registry may import its plug-ins lazily (checks.get loads them); what
+    # runs when a module is imported must still never go round in a circle.
+    assert _cycles(_graph(top_level_only=True)) == []
+
+
+def test_the_checker_finds_a_cycle():
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
