@@ -125,22 +125,32 @@ def constructions() -> Iterator[ConstructionLog]:
         _active = saved
 
 
-class _LoggingNew:
+class _LoggingNew(staticmethod):
     """What `torch.nn.Module.__new__` is once a log has been opened in a process.
 
-    A descriptor rather than a plain function, so that it changes nothing but the log:
+    A staticmethod of `_new`, so that what looks at the class statically (dynamo, tracing a
+    forward that builds a module, such as a slice of a ModuleList) finds a plain function it can
+    inline; but its `__get__`, what `Cls(...)` and `inspect` use, hands out a callable that
+    changes nothing but the log:
 
     * `inspect.signature(SomeModule)`: Python 3.10 prefers an inherited `__new__` to an
       inherited `__init__`, so a plain `__new__(cls, *args, **kwargs)` would make every module
       that inherits its `__init__` read `(*args, **kwargs)` there (3.11 and later look along
-      the MRO and are unaffected). What the descriptor hands out carries the class's own
-      `__init__` signature, which is what every supported Python reports without the hook.
+      the MRO and are unaffected). What `__get__` hands out carries the class's own `__init__`
+      signature, which is what every supported Python reports without the hook.
     * `copy.deepcopy` and `copy.copy` of a module make it through `copyreg.__newobj__`
       without calling a constructor: not a construction, not logged.
     """
 
-    def __get__(self, instance: object, owner: type) -> _BoundNew:
-        return _BoundNew(owner)
+    def __get__(self, instance: object, owner: type | None = None) -> _BoundNew:
+        return _BoundNew(owner if owner is not None else type(instance))
+
+
+def _new(cls, *args, **kwargs):
+    module = object.__new__(cls)
+    if _active is not None:  # (never while dynamo traces: no log is open then)
+        _active.append((module, args))
+    return module
 
 
 class _BoundNew:
@@ -176,7 +186,7 @@ def _install(base: type | None = None) -> None:
 
         base = torch.nn.Module
     if not isinstance(base.__dict__.get("__new__"), _LoggingNew):
-        base.__new__ = _LoggingNew()
+        base.__new__ = _LoggingNew(_new)
 
 
 def _installed() -> bool:

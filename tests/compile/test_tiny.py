@@ -3,7 +3,12 @@
 import pytest
 
 from auditor.models.meta import make_config
-from auditor.models.tiny import SIZES, ShrinkError, shrink, tiny_config, tiny_model
+from auditor.models.tiny import SIZES, ShrinkError, shrink, tiny_model
+
+
+def tiny_config(model_type: str, sizes=SIZES):
+    """The model type's default config, shrunk."""
+    return shrink(make_config(model_type), sizes)
 
 
 def _built(model_type):
