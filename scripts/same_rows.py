@@ -1,4 +1,5 @@
-"""Do two sweeps give the same rows? Every field of every row, `seconds` and `worker` aside.
+"""Do two sweeps give the same rows? Every field of every row, timings and `worker` aside
+(`seconds`, and the compile check's `*_seconds` extras).
 
     python scripts/same_rows.py reports/before reports/after
 
@@ -24,6 +25,7 @@ def rows(path: str) -> Counter:
         data = result.to_json()
         for name in IGNORED:
             data.pop(name, None)
+        data["extras"] = {k: v for k, v in data["extras"].items() if not k.endswith("_seconds")}
         found[json.dumps(data, sort_keys=True, default=str)] += 1
     return found
 
@@ -35,7 +37,7 @@ def main(argv: list[str]) -> int:
     before, after = rows(argv[0]), rows(argv[1])
     only_before, only_after = before - after, after - before
     if not only_before and not only_after:
-        print(f"same rows: {sum(before.values())} compared ({', '.join(IGNORED)} aside)")
+        print(f"same rows: {sum(before.values())} compared ({', '.join(IGNORED)} and *_seconds extras aside)")
         return 0
     print(f"{sum(only_before.values())} rows only in {argv[0]}, {sum(only_after.values())} only in {argv[1]}")
     for label, rows_ in (("-", only_before), ("+", only_after)):
