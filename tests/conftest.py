@@ -30,8 +30,9 @@ def run_auditor(*args: str, cwd: Path | None = None, timeout: float = 600) -> su
 
 
 def read_rows(outdir: Path) -> tuple[dict, list[dict]]:
+    """The header and the result rows (completion records left out)."""
     lines = [json.loads(line) for line in (outdir / "results.jsonl").read_text().splitlines()]
-    return lines[0], lines[1:]
+    return lines[0], [line for line in lines[1:] if line.get("kind") == "result"]
 
 
 def by_type(rows: list[dict], check: str = "build") -> dict[str, dict]:

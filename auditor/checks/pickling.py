@@ -157,9 +157,14 @@ class PickleCheck(Check):
                 Status(facts["build_failure"]["status"]), facts["build_failure"]["message"],
                 facts["build_failure"]["signature"]))
             return
+        # The refusal the far build exists to show: the config came by value as a new class, so the
+        # policy without the config exemption refuses a component that `fixed` builds.
+        fixed_builds = {v["component"] for v in facts["verdicts"] if v["policy"] == "fixed" and v["status"] == "build"}
         for verdict in facts["verdicts"]:
             message = verdict["message"]
             extras = {"class": verdict["class"], "config_class": facts["class"]}
+            if verdict["policy"] == "fixed-no-config-skip" and verdict["status"] == Status.REFUSED.value:
+                extras["expected"] = verdict["component"] in fixed_builds
             yield Result(case.model_type, self.name, Status(verdict["status"]),
                          component=f"{FAR_BUILD}:{verdict['component']}", policy=verdict["policy"],
                          message=message or verdict["class"], signature=signature_of(message) if message else "",

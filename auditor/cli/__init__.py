@@ -1,8 +1,9 @@
 """The command line: the only place that prints, owns paths, and picks exit codes.
 
 Each subcommand is a module with `add_parser(subparsers)` and `run(args) -> int`.
-Exit codes: 0 success, 1 a finding the command exists to report (regressions), 2 bad input,
-130 interrupted.
+Exit codes: 0 success, 1 a finding the command exists to report (regressions), 2 bad input
+(found before any work), 3 the run could not go on (the worker pool, the Ray cluster or the
+results file failed; every finished row is kept and --resume continues), 130 interrupted.
 """
 
 from __future__ import annotations
@@ -13,11 +14,26 @@ from collections.abc import Sequence
 
 from auditor import __version__
 
-EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_FAILED, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 
 
 class UsageError(Exception):
     """Bad input found by a subcommand: printed as `auditor: error: ...`, exit 2."""
+
+
+def read_results(path, context: str = ""):
+    """The run in a results file, for a subcommand: a file that cannot be read is a UsageError;
+    one whose tail was cut short (a killed or crashed sweep) is read without it, with a note."""
+    from auditor.core.results import ResultsFileError, read_run
+
+    try:
+        run = read_run(path)
+    except ResultsFileError as exc:
+        raise UsageError(f"{context}{exc}") from None
+    if run.damage is not None:
+        print(f"auditor: note: {run.path} was cut short (a killed sweep?); read without "
+              f"{run.damage.note()}. `auditor sweep --resume` on it runs those again.", file=sys.stderr)
+    return run
 
 
 def _subcommands():

@@ -6,8 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from auditor.cli import EXIT_FINDINGS, EXIT_OK, UsageError
-from auditor.core.results import ResultsFileError, read_run
+from auditor.cli import EXIT_FINDINGS, EXIT_OK, UsageError, read_results
 
 
 def add_parser(subparsers) -> None:
@@ -27,10 +26,7 @@ def run_agree(args: argparse.Namespace) -> int:
     names = [name.strip() for name in args.policies.split(",") if name.strip()]
     if len(names) != 2:
         raise UsageError("--policies takes exactly two policies, e.g. legacy,vllm")
-    try:
-        run = read_run(args.results)
-    except ResultsFileError as exc:
-        raise UsageError(str(exc)) from None
+    run = read_results(args.results)
     present = {r.policy for r in run.results}
     missing = [name for name in names if name not in present]
     if missing:

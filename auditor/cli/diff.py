@@ -10,8 +10,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from auditor.cli import EXIT_FINDINGS, EXIT_OK, UsageError
-from auditor.cli.report import read_or_usage_error
+from auditor.cli import EXIT_FINDINGS, EXIT_OK, UsageError, read_results
 
 
 def add_parser(subparsers) -> None:
@@ -38,7 +37,7 @@ def run_diff(args: argparse.Namespace) -> int:
             raise UsageError(f"cannot read allow list {args.allow}: {exc.strerror or exc}") from None
         except AllowListError as exc:
             raise UsageError(str(exc)) from None
-    base, new = read_or_usage_error(args.base), read_or_usage_error(args.new)
+    base, new = read_results(args.base), read_results(args.new)
     diff = diff_runs(base, new, allow)
     outdir = args.output if args.output is not None else new.path.parent
     try:

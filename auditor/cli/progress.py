@@ -43,6 +43,9 @@ class Progress:
         """Model types per headline status, most common first."""
         return " ".join(f"{status}={count}" for status, count in self.counts.most_common())
 
+    def elapsed(self) -> float:
+        return time.monotonic() - self._start
+
     def _eta(self) -> str:
         if not self.done:
             return "?"

@@ -10,8 +10,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from auditor.cli import EXIT_OK, UsageError
-from auditor.core.results import RESULTS_FILE, ResultsFileError, Run, read_run
+from auditor.cli import EXIT_OK, UsageError, read_results
+from auditor.core.results import RESULTS_FILE
 
 INDEX_FILE = "index.html"
 
@@ -35,7 +35,7 @@ def run_report(args: argparse.Namespace) -> int:
         return _history(args.history)
     if not args.results:
         raise UsageError("give at least one results.jsonl or run directory (or --history REPORTS_DIR)")
-    runs = [read_or_usage_error(path) for path in args.results]
+    runs = [read_results(path) for path in args.results]
     if args.output is None and len(runs) > 1:
         raise UsageError("with several inputs, say where the report goes with --output")
     outdir = args.output if args.output is not None else runs[0].path.parent
@@ -45,13 +45,6 @@ def run_report(args: argparse.Namespace) -> int:
     for path in _write(write_report, runs, outdir):
         print(path)
     return EXIT_OK
-
-
-def read_or_usage_error(path: Path) -> Run:
-    try:
-        return read_run(path)
-    except ResultsFileError as exc:
-        raise UsageError(str(exc)) from None
 
 
 def _write(writer, subject, outdir: Path) -> list[Path]:
@@ -70,8 +63,8 @@ def _history(reports: Path) -> int:
     runs, skipped = [], []
     for directory in sorted(d for d in reports.iterdir() if (d / RESULTS_FILE).is_file()):
         try:
-            runs.append(read_run(directory))
-        except ResultsFileError as exc:
+            runs.append(read_results(directory))
+        except UsageError as exc:
             skipped.append((directory.name, str(exc)))
             print(f"auditor: warning: skipping {directory.name}: {exc}", file=sys.stderr)
     history = build_history(runs)

@@ -13,9 +13,17 @@ import signal
 import sys
 from pathlib import Path
 
-from auditor.cli import EXIT_INTERRUPTED, EXIT_OK, UsageError
+from auditor.cli import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, UsageError
 from auditor.cli.progress import Progress
-from auditor.core.results import RESULTS_FILE, ResultsFileError, ResultsWriter, done_model_types, read_run
+from auditor.core.results import (
+    FORMAT_VERSION,
+    RESULTS_FILE,
+    TORN_SUFFIX,
+    ResultsFileError,
+    ResultsWriter,
+    read_run,
+    repair,
+)
 
 DEFAULT_TIMEOUT = 300.0
 DEFAULT_CHECKS = "build,decorate,pickle"
@@ -119,21 +127,74 @@ def run_sweep(args: argparse.Namespace) -> int:
         raise UsageError(str(exc)) from None
     print(f"Found {len(known)} model types; {len(selected)} selected.", file=sys.stderr)
 
-    path = outdir / RESULTS_FILE
-    already: set[str] = set()
-    if args.resume and path.exists():
-        try:
-            already = done_model_types(read_run(path).results)
-        except ResultsFileError as exc:
-            raise UsageError(f"cannot resume: {exc}") from None
-        print(f"Resuming: {len(already)} model types already done.", file=sys.stderr)
-    todo = [case for case in selected if case.model_type not in already]
-    if not already:  # a new run (or --overwrite): a new log; --resume appends to the old one
-        (outdir / WORKER_LOG).unlink(missing_ok=True)
-
     info = probe(shlex.join(["auditor", *sys.argv[1:]]), device=_header_device(options), checks=options.checks,
-                 label=args.label, shard=_shard_text(args.shard))
-    return _execute(todo, options, settings, path, info, append=bool(already), args=args)
+                 label=args.label, shard=_shard_text(args.shard), experiment=_experiment(options, args))
+    path = outdir / RESULTS_FILE
+    resumed = args.resume and path.exists()
+    already = _resume(path, info) if resumed else set()
+    todo = [case for case in selected if case.model_type not in already]
+    if not resumed:  # a new run (or --overwrite): a new log; --resume appends to the old one
+        (outdir / WORKER_LOG).unlink(missing_ok=True)
+    return _execute(todo, options, settings, path, info, append=resumed, args=args)
+
+
+def _experiment(options, args: argparse.Namespace) -> dict:
+    """What the header records beyond RunInfo's own fields, so that a resume can be checked."""
+    return {"policies": list(options.policies), "device": options.device, "backend": options.backend,
+            "compile_policy": options.compile_policy, "compile_encoders": options.compile_encoders,
+            "build_per_policy": not options.shared_policy_build, "plugins": list(options.plugins),
+            "online": bool(args.online)}
+
+
+# What makes two sweeps one experiment: (what differs, where its value is, the option that sets it).
+_SAME_EXPERIMENT = (
+    ("checks", lambda info: ",".join(info.checks), "--checks"),
+    ("policies", lambda info: ",".join(info.experiment.get("policies", [])), "--policies"),
+    ("device", lambda info: info.experiment.get("device"), "--device"),
+    ("backend", lambda info: info.experiment.get("backend"), "--backend"),
+    ("compile policy", lambda info: info.experiment.get("compile_policy"), "--compile-policy"),
+    ("encoders compiled", lambda info: info.experiment.get("compile_encoders"), "--compile-encoders"),
+    ("a build per policy", lambda info: info.experiment.get("build_per_policy"), "--build-per-policy"),
+    ("plugins", lambda info: ",".join(info.experiment.get("plugins", [])), "--plugin"),
+    ("hub allowed", lambda info: info.experiment.get("online"), "--online"),
+    ("label", lambda info: info.label, "--label"),
+    ("shard", lambda info: info.shard, "--shard"),
+    ("Python", lambda info: info.python, "the Python that runs the auditor"),
+    ("torch", lambda info: info.torch, "the installed torch"),
+    ("transformers", lambda info: info.transformers, "the installed transformers"),
+)
+
+
+def _resume(path: Path, info) -> set[str]:
+    """The model types a resumed run already has, after checking that this command continues the
+    same experiment and repairing a torn tail. UsageError (exit 2) before any work otherwise."""
+    try:
+        run = read_run(path)
+    except ResultsFileError as exc:
+        raise UsageError(f"cannot resume: {exc}") from None
+    if run.format_version != FORMAT_VERSION:
+        raise UsageError(f"cannot resume {path}: an older auditor wrote it (results format {run.format_version}, "
+                         "without completion records); start a new run (another --output, or --overwrite)")
+    conflicts = [f"{option} ({what}): the run has {_shown(get(run.info))}, this command {_shown(get(info))}"
+                 for what, get, option in _SAME_EXPERIMENT if get(run.info) != get(info)]
+    if conflicts:
+        raise UsageError(f"cannot resume {path}: this command is another experiment than the one it holds; "
+                         "rows of both would mix in one file:\n  " + "\n  ".join(conflicts) +
+                         "\nUse the resume command the interrupted sweep printed, or start a new run.")
+    try:
+        damage = repair(path)
+    except OSError as exc:
+        raise UsageError(f"cannot repair {path} before resuming: {exc.strerror or exc}") from None
+    if damage is not None:
+        print(f"Repaired {path}: took out {damage.note()} (kept in {path.name}{TORN_SUFFIX}); "
+              "those model types run again.", file=sys.stderr)
+    already = run.done_model_types
+    print(f"Resuming: {len(already)} model types already done.", file=sys.stderr)
+    return already
+
+
+def _shown(value) -> str:
+    return "(none)" if value in ("", None, []) else repr(value) if isinstance(value, str) else str(value)
 
 
 def _header_device(options) -> str:
@@ -152,40 +213,73 @@ def _execute(todo, options, settings, path: Path, info, *, append: bool, args) -
             executor = _executor(args, settings, options)
         except PoolError as exc:  # e.g. a Ray address that cannot be reached: before any row
             raise UsageError(str(exc)) from None
-        progress, interrupted = _drive(executor, todo, path, info, tables, append=append, args=args)
-    tables.finish()
-    if interrupted:
+        progress, stopped = _drive(executor, todo, path, info, tables, append=append, args=args)
+    try:
+        tables.finish()
+    except OSError as exc:
+        stopped = stopped or f"cannot write the tables and report in {path.parent}: {exc.strerror or exc}"
+    resume = f"Resume with: {_resume_command(args, options, path.parent)}"
+    if stopped == _INTERRUPTED:
         print(f"\nInterrupted: {progress.done} of {len(todo)} model types finished; every finished "
-              f"row is in {path}.\nResume with: auditor sweep --output {shlex.quote(str(path.parent))} "
-              f"--resume {_selection_flags(args)}".rstrip(), file=sys.stderr)
+              f"row is in {path}.\n{resume}", file=sys.stderr)
         return EXIT_INTERRUPTED
-    print(f"Done: {progress.summary() or 'nothing to do'}. Results in {path.parent}/", file=sys.stderr)
+    if stopped:
+        print(f"\nauditor: the sweep stopped: {stopped}\n{progress.done} of {len(todo)} model types finished; "
+              f"every finished row is in {path}.\n{resume}", file=sys.stderr)
+        return EXIT_FAILED
+    print(f"Done: {progress.done} model type{'s' if progress.done != 1 else ''} in {progress.elapsed():.0f} s."
+          if todo else "Done: nothing to do.", file=sys.stderr)
+    _print_findings(path.parent)
+    print(f"Results in {path.parent}/ (report.html, results.csv, matrix.csv)", file=sys.stderr)
     _mention_worker_log(path.parent)
     return EXIT_OK
 
 
-def _drive(executor, todo, path: Path, info, tables: _Tables, *, append: bool, args) -> tuple[Progress, bool]:
-    """Run the sweep, writing each model type's rows as they come; the progress, and whether
-    it was interrupted."""
+_INTERRUPTED = "interrupted"
+
+
+def _print_findings(outdir: Path) -> None:
+    """What the whole run found, per column: the lines that head report.html."""
+    from auditor.report.matrix import build_matrix
+    from auditor.report.summary import findings
+
+    try:
+        run = read_run(outdir)
+    except ResultsFileError:
+        return
+    for finding in findings(build_matrix([run])):
+        print(f"  {finding.text()}", file=sys.stderr)
+
+
+def _drive(executor, todo, path: Path, info, tables: _Tables, *, append: bool, args) -> tuple[Progress, str]:
+    """Run the sweep, writing each model type's rows as one unit as they come; the progress, and
+    why it stopped early: "" (it did not), _INTERRUPTED, or what failed."""
     from auditor.engine.pool import PoolError
 
     progress = Progress(len(todo))
-    writer = ResultsWriter(path, info, append=append)
-    interrupted = False
+    try:
+        writer = ResultsWriter(path, info, append=append)
+    except OSError as exc:
+        progress.close()
+        return progress, f"cannot write {path}: {exc.strerror or exc}"
+    stopped = ""
     try:
         for batch in executor.run(todo):
-            writer.write_all(batch)
             if batch:
+                writer.write_type(batch[0].model_type, batch)
                 progress.update(batch[0].model_type, batch)
             tables.rows_written(last=progress.done == len(todo))
     except KeyboardInterrupt:
-        interrupted = True
+        stopped = _INTERRUPTED
     except PoolError as exc:
-        raise UsageError(f"the {'worker pool' if args.executor == 'local' else 'Ray executor'} failed: {exc}") from None
+        stopped = f"the {'worker pool' if args.executor == 'local' else 'Ray executor'} failed: {exc}"
+    except OSError as exc:  # a full disk, a file size limit: the unit being written is a torn tail
+        stopped = f"cannot write {path}: {exc.strerror or exc}"
     finally:
-        writer.close()
+        with contextlib.suppress(OSError):
+            writer.close()
         progress.close()
-    return progress, interrupted
+    return progress, stopped
 
 
 class _Tables:
@@ -349,6 +443,11 @@ def _check_executor(args: argparse.Namespace, checks: tuple[str, ...]) -> None:
 
     if importlib.util.find_spec("ray") is None:
         raise UsageError(f"--executor ray needs Ray installed: {INSTALL_HINT}")
+    for given, flag in ((args.max_memory.strip().lower() != "auto", "--max-memory"),
+                        (args.max_tasks_per_worker, "--max-tasks-per-worker")):
+        if given:
+            raise UsageError(f"{flag} applies to the local pool only: Ray workers are Ray's to limit and replace "
+                             "(a worker its memory monitor kills is `oom`); leave it out with --executor ray")
     if args.gpus_per_task < 0:
         raise UsageError("--gpus-per-task cannot be negative")
     if args.gpus_per_task and not model_runners(checks):
@@ -449,14 +548,28 @@ def _default_run_id() -> str:
     return datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%d-%H%M%S")
 
 
-def _selection_flags(args: argparse.Namespace) -> str:
-    flags = [f"--models {shlex.quote(m)}" for m in args.models]
-    flags += [f"--exclude {shlex.quote(m)}" for m in args.exclude]
-    flags += [f"--plugin {shlex.quote(m)}" for m in args.plugin]
-    flags += [f"--shard {shlex.quote(args.shard)}"] if args.shard else []
-    flags += [f"--remote-code {shlex.quote(m)}" for m in args.remote_code]
-    flags += [f"--checks {shlex.quote(args.checks)}"] if args.checks != DEFAULT_CHECKS else []
-    flags += [f"--policies {shlex.quote(args.policies)}"] if args.policies != DEFAULT_POLICIES else []
-    flags += ["--executor ray"] if args.executor == "ray" else []
-    flags += [f"--ray-address {shlex.quote(args.ray_address)}"] if args.ray_address else []
-    return " ".join(flags)
+def _resume_command(args: argparse.Namespace, options, outdir: Path) -> str:
+    """The command that continues this sweep: its selection, and every option that changes what a
+    cell means or the limits it ran under, spelled out (defaults too), so that pasting it resumes
+    the identical experiment (a resume under other options is refused)."""
+    words = ["auditor", "sweep", "--output", str(outdir), "--resume"]
+    for flag, values in (("--models", args.models), ("--exclude", args.exclude), ("--plugin", args.plugin),
+                         ("--remote-code", args.remote_code)):
+        for value in values:
+            words += [flag, value]
+    words += ["--shard", args.shard] if args.shard else []
+    words += ["--checks", args.checks, "--policies", args.policies]
+    words += ["--device", options.device, "--backend", options.backend, "--compile-policy", options.compile_policy]
+    words += ["--compile-encoders"] if options.compile_encoders else []
+    words += ["--build-per-policy"] if not options.shared_policy_build else []
+    words += ["--label", args.label] if args.label else []
+    words += ["--online"] if args.online else []
+    words += ["--jobs", str(args.jobs), "--timeout", f"{args.timeout:g}"]
+    if args.executor == "ray":
+        words += ["--executor", "ray"]
+        words += ["--ray-address", args.ray_address] if args.ray_address else []
+        words += ["--gpus-per-task", f"{args.gpus_per_task:g}"] if args.gpus_per_task else []
+    else:
+        words += ["--max-memory", args.max_memory]
+        words += ["--max-tasks-per-worker", str(args.max_tasks_per_worker)] if args.max_tasks_per_worker else []
+    return shlex.join(words)

@@ -21,9 +21,9 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-from auditor.cli import EXIT_INTERRUPTED, EXIT_OK, UsageError
+from auditor.cli import EXIT_INTERRUPTED, EXIT_OK, UsageError, read_results
 from auditor.cli.sweep import DEFAULT_CHECKS, DEFAULT_POLICIES
-from auditor.core.results import RESULTS_FILE, ResultsFileError, read_run
+from auditor.core.results import RESULTS_FILE
 from auditor.upgrade.plan import (
     UpgradePlan,
     UpgradeSpecError,
@@ -155,10 +155,7 @@ def _compare(plan: UpgradePlan, allow: Path | None) -> int:
 
     runs = []
     for side in plan.sides:
-        try:
-            run = read_run(side.outdir)
-        except ResultsFileError as exc:
-            raise UsageError(f"the {side.name} side left no readable results: {exc}") from None
+        run = read_results(side.outdir, f"the {side.name} side left no readable results: ")
         mismatch = installed_mismatch(side, run.info.transformers)
         if mismatch:
             raise UsageError(f"{mismatch} (results of an earlier run? rerun with --overwrite)")

@@ -1,9 +1,17 @@
-"""The core records of a sweep: Status, Result, RunInfo, and the versioned results.jsonl file.
+"""The core records of a sweep: Result, RunInfo, and the versioned results.jsonl file.
 
 `results.jsonl` is the source of truth of a run. Its first line is a header
 (`{"kind": "header", "format_version": N, "run": {...}}`), every further line one
-`Result` (`{"kind": "result", ...}`). Lines are appended and flushed as results
-arrive, so a crash or Ctrl-C never loses a finished row.
+`Result` (`{"kind": "result", ...}`) or, from format version 2 on, the completion record of
+a model type (`{"kind": "done", "model_type": ..., "rows": N}`).
+
+A model type is one unit: its rows and its completion record are written together, in one
+unbuffered write, then flushed to the disk (`fsync`) before the next type's. A reader counts a
+type's rows only once its completion record follows them, so whatever cuts the file short (a
+`kill -9`, a power loss, a full disk) costs at most the model type being written, never a row
+of a finished one, and never makes the file unreadable: a torn tail is reported (`Run.damage`)
+and, before a resumed sweep appends, moved out of the live file by `repair`. Version 1 files
+(no completion records) are still read: every row counts, a cut last line is dropped.
 """
 
 from __future__ import annotations
@@ -11,15 +19,21 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-from collections.abc import Iterable
+import time
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from auditor.core.status import Status
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+READABLE_VERSIONS = (1, 2)
 RESULTS_FILE = "results.jsonl"
+TORN_SUFFIX = ".torn"  # results.jsonl.torn: what `repair` took out of the live file, appended
+# Test-only seam, read by ResultsWriter alone: pause this many seconds in the middle of writing
+# each model type's unit, so that a fault test can kill the sweep while a unit is half written.
+PAUSE_ENV = "AUDITOR_TEST_WRITE_PAUSE"
 
 
 @dataclass(frozen=True)
@@ -74,6 +88,9 @@ class RunInfo:
     checks: tuple[str, ...] = ()
     label: str = ""
     shard: str = ""  # "I/N" when this run is one shard of a split sweep
+    # What else decides what a cell means (policies, device, backend, compile options, plugins,
+    # online): `auditor sweep --resume` refuses to add rows to a run of another experiment.
+    experiment: dict[str, Any] = field(default_factory=dict)
 
     @property
     def environment(self) -> str:
@@ -102,12 +119,41 @@ class ResultsFileError(ValueError):
 
 
 @dataclass(frozen=True)
+class Damage:
+    """What a results file cut short lost: a last line cut mid-way, and the model types whose
+    rows have no completion record (they count as not done)."""
+
+    torn_line: bool
+    incomplete: tuple[tuple[str, int], ...] = ()  # (model type, rows it had)
+
+    @property
+    def lost_rows(self) -> int:
+        return sum(rows for _, rows in self.incomplete)
+
+    def note(self) -> str:
+        parts = ["a cut last line"] if self.torn_line else []
+        if self.incomplete:
+            names = ", ".join(f"{model_type} ({rows} row{'s' if rows != 1 else ''})"
+                              for model_type, rows in self.incomplete[:5])
+            more = f" and {len(self.incomplete) - 5} more" if len(self.incomplete) > 5 else ""
+            parts.append(f"the unfinished rows of {names}{more}")
+        return " and ".join(parts)
+
+
+@dataclass(frozen=True)
 class Run:
-    """A results file read back: its environment and its results."""
+    """A results file read back: its environment, its results, and what a cut cost it."""
 
     info: RunInfo
     results: tuple[Result, ...]
     path: Path
+    format_version: int = FORMAT_VERSION
+    damage: Damage | None = None
+
+    @property
+    def done_model_types(self) -> set[str]:
+        """Model types whose rows are all there: what --resume skips."""
+        return {r.model_type for r in self.results}
 
 
 def results_path(path: str | os.PathLike[str]) -> Path:
@@ -117,73 +163,185 @@ def results_path(path: str | os.PathLike[str]) -> Path:
 
 
 def read_run(path: str | os.PathLike[str]) -> Run:
+    """The run in a results file; a torn tail is left out and described in `damage`."""
+    return _scan(results_path(path)).run
+
+
+def repair(path: str | os.PathLike[str]) -> Damage | None:
+    """Take a torn tail out of the live file before anything is appended to it.
+
+    The cut line and the rows of model types without a completion record are appended to
+    `results.jsonl.torn` next to it (kept, not deleted); the live file is rewritten without them
+    through a temporary file and a rename, so it is whole at every moment. None when there was
+    nothing to repair.
+    """
     p = results_path(path)
+    scan = _scan(p)
+    if scan.run.damage is None:
+        return None
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    with p.with_name(p.name + TORN_SUFFIX).open("ab") as torn:
+        torn.write(f"# {stamp}: removed from {p.name} before a resumed sweep appended to it: "
+                   f"{scan.run.damage.note()}\n".encode())
+        torn.writelines(line if line.endswith(b"\n") else line + b"\n" for line in scan.dropped)
+        torn.flush()
+        os.fsync(torn.fileno())
+    temporary = p.with_name(f".{p.name}.repair")
+    with temporary.open("wb") as out:
+        out.writelines(scan.kept)
+        out.flush()
+        os.fsync(out.fileno())
+    temporary.replace(p)
+    _sync_directory(p.parent)
+    return scan.run.damage
+
+
+@dataclass
+class _Scan:
+    run: Run
+    kept: list[bytes]  # the live file's lines that stay (header first), with their newlines
+    dropped: list[bytes]  # the torn tail: what repair moves out
+
+
+def _scan(p: Path) -> _Scan:
     try:
-        lines = p.read_text(encoding="utf-8").splitlines()
+        data = p.read_bytes()
     except OSError as exc:
         raise ResultsFileError(f"cannot read {p}: {exc.strerror or exc}") from exc
-    if not lines:
+    lines = data.splitlines(keepends=True)
+    if not lines or not lines[0].strip():
         raise ResultsFileError(f"{p} is empty")
     header = _parse_line(p, 1, lines[0])
     if header.get("kind") != "header":
         raise ResultsFileError(f"{p}: the first line is not a results header")
     version = header.get("format_version")
-    if version != FORMAT_VERSION:
+    if version not in READABLE_VERSIONS:
         raise ResultsFileError(
-            f"{p} has results format version {version!r}; this auditor reads version "
-            f"{FORMAT_VERSION}. Re-run the sweep with this version, or use the auditor that wrote it."
+            f"{p} has results format version {version!r}; this auditor reads versions "
+            f"{', '.join(map(str, READABLE_VERSIONS))}. Re-run the sweep with this version, or use the auditor "
+            "that wrote it."
         )
     try:
         info = RunInfo.from_json(header["run"])
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise ResultsFileError(f"{p}: the header does not describe a run ({exc})") from exc
-    results = []
-    for number, line in enumerate(lines[1:], start=2):
+
+    torn = False
+    records: list[tuple[int, dict]] = []  # (index in lines, record)
+    for index in range(1, len(lines)):
+        line = lines[index]
         if not line.strip():
             continue
+        last = index == len(lines) - 1
+        if last and not line.endswith(b"\n"):  # every write ends with a newline: cut short
+            torn = True
+            break
         try:
-            data = _parse_line(p, number, line)
+            records.append((index, _parse_line(p, index + 1, line)))
         except ResultsFileError:
-            if number == len(lines):  # a last line cut short by a kill: keep the rest
+            if last:
+                torn = True
                 break
             raise
-        if data.get("kind") == "result":
+    dropped_index = {len(lines) - 1} if torn else set()
+
+    results: dict[int, Result] = {}
+    pending: dict[str, list[int]] = {}
+    for index, record in records:
+        kind = record.get("kind")
+        if kind == "result":
             try:
-                results.append(Result.from_json(data))
+                results[index] = Result.from_json(record)
             except (KeyError, TypeError, ValueError) as exc:
-                raise ResultsFileError(f"{p}:{number}: not a valid result ({exc})") from exc
-    return Run(info=info, results=tuple(results), path=p)
+                raise ResultsFileError(f"{p}:{index + 1}: not a valid result ({exc})") from exc
+            pending.setdefault(results[index].model_type, []).append(index)
+        elif kind == "done" and version >= 2:
+            rows = pending.pop(str(record.get("model_type")), [])
+            if len(rows) != record.get("rows"):  # cannot happen but by corruption: not done
+                dropped_index.update(rows)
+                dropped_index.add(index)
+    incomplete: tuple[tuple[str, int], ...] = ()
+    if version >= 2:
+        incomplete = tuple((model_type, len(rows)) for model_type, rows in pending.items() if rows)
+        for rows in pending.values():
+            dropped_index.update(rows)
+    damage = Damage(torn, incomplete) if torn or incomplete else None
+    run = Run(info=info, results=tuple(r for i, r in sorted(results.items()) if i not in dropped_index), path=p,
+              format_version=version, damage=damage)
+    kept = [line for i, line in enumerate(lines) if i not in dropped_index]
+    dropped = [lines[i] for i in sorted(dropped_index)]
+    return _Scan(run, kept, dropped)
 
 
-def _parse_line(path: Path, number: int, line: str) -> dict[str, Any]:
+def _parse_line(path: Path, number: int, line: bytes) -> dict[str, Any]:
     try:
         data = json.loads(line)
-    except json.JSONDecodeError as exc:
-        raise ResultsFileError(f"{path}:{number}: not JSON ({exc.msg})") from exc
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ResultsFileError(f"{path}:{number}: not JSON ({getattr(exc, 'msg', exc)})") from exc
     if not isinstance(data, dict):
         raise ResultsFileError(f"{path}:{number}: not a JSON object")
     return data
 
 
+def _sync_directory(directory: Path) -> None:
+    """Make a rename in `directory` durable (where the platform allows opening a directory)."""
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
 class ResultsWriter:
-    """Appends results to results.jsonl, one flushed line each."""
+    """Writes results.jsonl: the header, then one unit per model type (its rows and its
+    completion record), each in one unbuffered write followed by fsync.
+
+    An OSError (a full disk, a file size limit) propagates; what was written of the unit then is
+    a torn tail, which readers leave out and `repair` takes out before the file is resumed."""
 
     def __init__(self, path: Path, info: RunInfo, *, append: bool = False) -> None:
         self.path = path
-        self._file = path.open("a" if append else "w", encoding="utf-8")
+        self._file = path.open("ab" if append else "wb", buffering=0)
         if not append:
-            self._write(info.to_json())
+            self._emit(_line(info.to_json()))
 
-    def write(self, result: Result) -> None:
-        self._write(result.to_json())
+    def write_type(self, model_type: str, rows: Sequence[Result]) -> None:
+        """All rows of one model type, then its completion record, as one unit."""
+        done = {"kind": "done", "model_type": model_type, "rows": len(rows)}
+        self._emit("".join(_line(r.to_json()) for r in rows) + _line(done), pause=True)
 
     def write_all(self, results: Iterable[Result]) -> None:
+        """Rows of any model types: each run of consecutive rows of one type is a unit."""
+        unit: list[Result] = []
         for result in results:
-            self.write(result)
+            if unit and result.model_type != unit[0].model_type:
+                self.write_type(unit[0].model_type, unit)
+                unit = []
+            unit.append(result)
+        if unit:
+            self.write_type(unit[0].model_type, unit)
 
-    def _write(self, data: dict[str, Any]) -> None:
-        self._file.write(json.dumps(data, sort_keys=False, default=str) + "\n")
-        self._file.flush()
+    def _emit(self, text: str, pause: bool = False) -> None:
+        data = text.encode("utf-8")
+        seconds = float(os.environ.get(PAUSE_ENV) or 0) if pause else 0.0
+        if seconds:
+            self._write(data[: len(data) // 2])
+            os.fsync(self._file.fileno())
+            time.sleep(seconds)
+            data = data[len(data) // 2:]
+        self._write(data)
+        os.fsync(self._file.fileno())
+
+    def _write(self, data: bytes) -> None:
+        view = memoryview(data)
+        while view:
+            written = self._file.write(view)
+            view = view[written:]
 
     def close(self) -> None:
         self._file.close()
@@ -195,6 +353,5 @@ class ResultsWriter:
         self.close()
 
 
-def done_model_types(results: Iterable[Result]) -> set[str]:
-    """Model types that already have a row: what --resume skips."""
-    return {r.model_type for r in results}
+def _line(data: dict[str, Any]) -> str:
+    return json.dumps(data, sort_keys=False, default=str) + "\n"

@@ -32,7 +32,8 @@ def git_revision() -> str:
     return out.stdout.strip() if out.returncode == 0 else "unknown"
 
 
-def probe(command: str, device: str, checks: tuple[str, ...], label: str = "", shard: str = "") -> RunInfo:
+def probe(command: str, device: str, checks: tuple[str, ...], label: str = "", shard: str = "",
+          experiment: dict | None = None) -> RunInfo:
     from auditor import __version__
 
     return RunInfo(
@@ -51,6 +52,7 @@ def probe(command: str, device: str, checks: tuple[str, ...], label: str = "", s
         checks=checks,
         label=label,
         shard=shard,
+        experiment=dict(experiment or {}),
     )
 
 

@@ -31,9 +31,9 @@ from auditor.core.status import Phase, Status, classify, summary
 from auditor.engine.deaths import death_rows
 from auditor.engine.pool import START_TIMEOUT, PoolError
 from auditor.models.cases import ModelCase
+from auditor.remote.ray_trip import check_reachable
 
 POLL_SECONDS = 0.25
-CONNECT_TIMEOUT = 10.0
 LOCAL_OBJECT_STORE_BYTES = 100 * 2**20  # messages are small; Ray's default takes 30% of RAM
 
 
@@ -86,7 +86,7 @@ class RayExecutor:
         common = dict(log_to_driver=False, logging_level=logging.ERROR, runtime_env={"env_vars": env})
         try:
             if self.settings.address:
-                _check_reachable(self.settings.address)
+                check_reachable(self.settings.address)
                 ray.init(address=self.settings.address, **common)
             else:
                 ray.init(address="local", num_cpus=self.settings.jobs, include_dashboard=False,
@@ -117,9 +117,7 @@ class RayExecutor:
                     case = pending.popleft()
                     ref = self._remote.remote(case, self.options, self.settings.plugins)
                     tasks[ref] = _Task(case, time.monotonic())
-                ready, _ = ray.wait(list(tasks), num_returns=1, timeout=POLL_SECONDS)
-                if ready:
-                    ready, _ = ray.wait(list(tasks), num_returns=len(tasks), timeout=0)
+                ready = self._ready(tasks)
                 for ref in ready:
                     yield from self._drain(ref, tasks)
                 yield from self._enforce_timeouts(tasks)
@@ -141,6 +139,19 @@ class RayExecutor:
             self._connected = False
 
     # -- internals -------------------------------------------------------------------
+
+    def _ready(self, tasks: dict[object, _Task]) -> list:
+        """The tasks with messages to deliver. A cluster that stops answering (its head gone, the
+        connection lost) ends the run with ClusterError: the sweep's exit 3, rows kept."""
+        import ray
+
+        try:
+            ready, _ = ray.wait(list(tasks), num_returns=1, timeout=POLL_SECONDS)
+            if ready:
+                ready, _ = ray.wait(list(tasks), num_returns=len(tasks), timeout=0)
+        except (ray.exceptions.RaySystemError, ConnectionError) as exc:
+            raise ClusterError(f"the Ray cluster stopped answering: {summary(exc)}") from None
+        return ready
 
     def _gpus(self) -> float:
         """GPUs per task: only for sweeps with a check that runs models on --device."""
@@ -223,19 +234,6 @@ def _absolute_plugins(settings: RaySettings) -> RaySettings:
     plugins = tuple(str(Path(p).resolve()) if p.endswith(".py") or Path(p).is_file() else p
                     for p in settings.plugins)
     return replace(settings, plugins=plugins)
-
-
-def _check_reachable(address: str) -> None:
-    """Fail in seconds on a HOST:PORT where nothing listens: ray.init retries for many minutes."""
-    import socket
-
-    host, sep, port = address.rpartition(":")
-    if not sep or not port.isdigit() or "://" in address:
-        return  # "auto", or a scheme Ray resolves itself
-    try:
-        socket.create_connection((host.strip("[]"), int(port)), timeout=CONNECT_TIMEOUT).close()
-    except OSError as exc:
-        raise ConnectionError(f"nothing answers at {address} ({exc.strerror or exc})") from None
 
 
 # -- what runs in the Ray worker ---------------------------------------------------------

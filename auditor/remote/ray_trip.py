@@ -27,6 +27,7 @@ TASK_TIMEOUT = 120.0
 ANNOUNCE_TIMEOUT = 180.0  # seconds a worker waits for the sweep's cluster to say whether it started
 STOP_TIMEOUT = 30.0  # seconds for the cluster's helper to stop it
 INSTALL_HINT = "pip install 'model-sweep-auditor[ray]'"
+CONNECT_TIMEOUT = 10.0  # seconds for a cluster's address to answer at all
 
 
 def ray_missing() -> str:
@@ -158,11 +159,31 @@ def await_cluster(announcement: str, timeout: float = ANNOUNCE_TIMEOUT) -> str:
 
 def join(announcement: str) -> None:
     """Join the LocalCluster that announces itself in `announcement`, as a driver of its own,
-    once it is up (as each of the sweep's workers does); RayUnavailable if it did not start."""
+    once it is up (as each of the sweep's workers does); RayUnavailable if it did not start, or
+    is gone (a worker started after the cluster died must not wait on it: ray.init would)."""
     loopback_only()  # Ray would otherwise swap 127.0.0.1 for the machine's routable address
     import ray
 
-    ray.init(address=await_cluster(announcement), log_to_driver=False, logging_level=logging.ERROR)
+    address = await_cluster(announcement)
+    try:
+        check_reachable(address)
+    except ConnectionError as exc:
+        raise RayUnavailable(f"RayClusterError: the sweep's local Ray cluster is gone: {exc}") from None
+    ray.init(address=address, log_to_driver=False, logging_level=logging.ERROR)
+
+
+def check_reachable(address: str, timeout: float = CONNECT_TIMEOUT) -> None:
+    """ConnectionError in seconds for a HOST:PORT where nothing listens: ray.init would retry for
+    many minutes."""
+    import socket
+
+    host, sep, port = address.rpartition(":")
+    if not sep or not port.isdigit() or "://" in address:
+        return  # "auto", or a scheme Ray resolves itself
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=timeout).close()
+    except OSError as exc:
+        raise ConnectionError(f"nothing answers at {address} ({exc.strerror or exc})") from None
 
 
 class RayTrip:

@@ -41,6 +41,7 @@ class Cell:
     message: int  # index into Matrix.messages
     seconds: float
     disagree: bool
+    expected: bool = False  # a failure by design (the by-reference pickle of remote code)
 
 
 @dataclass(frozen=True)
@@ -121,6 +122,7 @@ def build_matrix(runs: Sequence[Run]) -> Matrix:
                 message=messages.setdefault(r.message, len(messages)),
                 seconds=round(r.seconds, 3),
                 disagree=len(statuses_by_column[(model_type, col.column)]) > 1,
+                expected=r.extras.get("expected") is True,
             ))
         rows.append(Row(model_type, tuple(cells)))
     return Matrix(groups=groups, rows=tuple(rows), messages=tuple(messages))

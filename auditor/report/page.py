@@ -11,7 +11,7 @@ from auditor.report.charts import horizontal_bars
 from auditor.report.matrix import build_matrix, run_name
 from auditor.report.shards import shard_coverage
 from auditor.report.statuses import legend
-from auditor.report.summary import Counts, column_summaries, environment_counts, failure_groups
+from auditor.report.summary import Counts, column_summaries, environment_counts, failure_groups, findings
 
 FAILURES_SHOWN = 30
 
@@ -47,6 +47,7 @@ def render_report(runs: Sequence[Run], title: str = "Model sweep report") -> str
         legend_index={s.name: i for i, s in enumerate(present)},
         status_totals=dict(Counts.of(c.status for _, _, c in cells).items),
         summaries=column_summaries(matrix),
+        findings=findings(matrix),
         env_chart=horizontal_bars(environment_counts(matrix), "Status counts per environment"),
         failures=all_failures[:FAILURES_SHOWN],
         more_failures=max(0, len(all_failures) - FAILURES_SHOWN),

@@ -48,6 +48,51 @@ class FailureGroup:
     model_types: tuple[str, ...]
 
 
+@dataclass(frozen=True)
+class Finding:
+    """What one matrix column says: how many model types passed, and the failures by status.
+
+    Failures that are expected by design (the by-reference pickle of remote code fails for
+    every type: the bug by-value pickling works around) are counted apart and labelled."""
+
+    environment: str
+    column: str
+    total: int
+    passed: int
+    failures: tuple[tuple[str, int, tuple[str, ...]], ...]  # (status, count, model types), most first
+    expected: int = 0
+
+    def text(self, names: int = 3) -> str:
+        """`decorate/decoder/legacy: 345/622 pass · refused 1 (t5gemma2) · error 35`."""
+        parts = [f"{self.passed}/{self.total} pass"]
+        for status, count, model_types in self.failures:
+            shown = f" ({', '.join(model_types)})" if count <= names else ""
+            parts.append(f"{status} {count}{shown}")
+        if self.expected:
+            parts.append(f"{self.expected} failing as expected by design")
+        return f"{self.column}: " + " · ".join(parts)
+
+
+def findings(matrix: Matrix) -> tuple[Finding, ...]:
+    """One Finding per matrix column, in matrix order."""
+    by_column: dict[tuple[str, str], list[tuple[str, object]]] = {}
+    for model_type, col, cell in matrix.cells():
+        by_column.setdefault((col.environment, col.column), []).append((model_type, cell))
+    found = []
+    for col in matrix.columns:
+        cells = by_column.get((col.environment, col.column), [])
+        passed = sum(1 for _, c in cells if is_ok(c.status))
+        expected = sum(1 for _, c in cells if not is_ok(c.status) and c.expected)
+        failing: dict[str, list[str]] = {}
+        for model_type, c in cells:
+            if not is_ok(c.status) and not c.expected:
+                failing.setdefault(c.status, []).append(model_type)
+        ordered = sorted(failing.items(), key=lambda kv: (-len(kv[1]), rank(kv[0])))
+        found.append(Finding(col.environment, col.column, len(cells), passed,
+                             tuple((s, len(m), tuple(sorted(m))) for s, m in ordered), expected))
+    return tuple(found)
+
+
 def column_summaries(matrix: Matrix) -> tuple[ColumnSummary, ...]:
     cells = matrix.cells()
     return tuple(
