@@ -11,6 +11,7 @@ from pathlib import Path
 import psutil
 import pytest
 
+from auditor.core.results import FORMAT_VERSION
 from tests.conftest import ROOT, TROUBLEMAKERS, auditor_env, by_type, read_rows, run_auditor
 
 REAL = "bert,gpt2,llama,t5,whisper,llava"
@@ -30,7 +31,7 @@ def test_every_selected_type_ends_with_exactly_one_row(mixed_run):
     proc, out = mixed_run
     assert proc.returncode == 0, proc.stderr
     header, rows = read_rows(out)
-    assert header["kind"] == "header" and header["format_version"] == 1
+    assert header["kind"] == "header" and header["format_version"] == FORMAT_VERSION == 2
     names = [row["model_type"] for row in rows if row["check"] == "build"]
     expected = set(REAL.split(",")) | {
         "auditor_fine", "auditor_hang", "auditor_exit", "auditor_segfault", "auditor_missing",
