@@ -92,7 +92,9 @@ def add_parser(subparsers) -> None:
     out.add_argument("--reports", type=Path, default=Path("reports"), help="reports root (default: reports)")
     out.add_argument("--run-id", help="name of the run directory (default: the UTC time)")
     out.add_argument("--label", default="", help="environment label shown in reports")
-    out.add_argument("--resume", action="store_true", help="skip model types already in results.jsonl")
+    out.add_argument("--resume", action="store_true",
+                     help="continue results.jsonl: skip the model types it has whole, repair a cut tail; "
+                          "refused when this command is another experiment (checks, policies, device, ...)")
     out.add_argument("--overwrite", action="store_true", help="replace an existing results.jsonl")
     p.set_defaults(handler=run_sweep)
 
