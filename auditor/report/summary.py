@@ -34,6 +34,7 @@ class ColumnSummary:
     environment: str
     column: str
     counts: Counts
+    expected: int = 0  # failing cells that fail by design (counted in `counts` too)
 
 
 @dataclass(frozen=True)
@@ -46,6 +47,7 @@ class FailureGroup:
     columns: tuple[str, ...]
     environments: tuple[str, ...]
     model_types: tuple[str, ...]
+    expected: int = 0  # of `count`: cells that fail by design
 
 
 @dataclass(frozen=True)
@@ -96,7 +98,8 @@ def findings(matrix: Matrix) -> tuple[Finding, ...]:
 def column_summaries(matrix: Matrix) -> tuple[ColumnSummary, ...]:
     cells = matrix.cells()
     return tuple(
-        ColumnSummary(col.environment, col.column, Counts.of(c.status for _, k, c in cells if k == col))
+        ColumnSummary(col.environment, col.column, Counts.of(c.status for _, k, c in cells if k == col),
+                      sum(1 for _, k, c in cells if k == col and c.expected and not is_ok(c.status)))
         for col in matrix.columns
     )
 
@@ -123,6 +126,7 @@ def failure_groups(matrix: Matrix, limit: int | None = 30) -> tuple[FailureGroup
             columns=tuple(sorted({k.column for _, k, _ in hits}, key=column_order)),
             environments=tuple(e for e in matrix.environments if any(k.environment == e for _, k, _ in hits)),
             model_types=tuple(sorted({m for m, _, _ in hits})),
+            expected=sum(1 for _, _, c in hits if c.expected),
         )
         for signature, hits in by_signature.items()
     ]

@@ -56,3 +56,16 @@ def test_reports_read_a_cut_file_with_a_note(tmp_path, capsys):
     assert main(["report", str(run_dir)]) == 0
     err = capsys.readouterr().err
     assert "was cut short" in err and "zamba" in err
+
+
+def test_the_summary_table_and_the_failures_label_what_fails_by_design(tmp_path):
+    from auditor.report.summary import column_summaries, failure_groups
+
+    matrix = build_matrix([_run(tmp_path)])
+    by_column = {s.column: s.expected for s in column_summaries(matrix)}
+    assert by_column == {"build": 0, "decorate/decoder/legacy": 0, "pickle/by-ref-remote": 3}
+    groups = failure_groups(matrix)
+    assert sum(g.expected for g in groups) == 3  # the three by-ref-remote cells, whatever their grouping
+    assert all(g.expected == 0 for g in groups if "pickle/by-ref-remote" not in g.columns)
+    page = render_report([_run(tmp_path / "again")])
+    assert "(3 failing as expected by design)" in page and ">expected by design<" in page
