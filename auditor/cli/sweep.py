@@ -216,8 +216,9 @@ def _execute(todo, options, settings, path: Path, info, *, append: bool, args) -
         except PoolError as exc:  # e.g. a Ray address that cannot be reached: before any row
             raise UsageError(str(exc)) from None
         progress, stopped = _drive(executor, todo, path, info, tables, append=append, args=args)
+    run = None
     try:
-        tables.finish()
+        run = tables.finish()
     except OSError as exc:
         stopped = stopped or f"cannot write the tables and report in {path.parent}: {exc.strerror or exc}"
     resume = f"Resume with: {_resume_command(args, options, path.parent)}"
@@ -231,7 +232,7 @@ def _execute(todo, options, settings, path: Path, info, *, append: bool, args) -
         return EXIT_FAILED
     print(f"Done: {progress.done} model type{'s' if progress.done != 1 else ''} in {progress.elapsed():.0f} s."
           if todo else "Done: nothing to do.", file=sys.stderr)
-    _print_findings(path.parent)
+    _print_findings(run)
     print(f"Results in {path.parent}/ (report.html, results.csv, matrix.csv)", file=sys.stderr)
     _mention_worker_log(path.parent)
     return EXIT_OK
@@ -240,15 +241,12 @@ def _execute(todo, options, settings, path: Path, info, *, append: bool, args) -
 _INTERRUPTED = "interrupted"
 
 
-def _print_findings(outdir: Path) -> None:
-    """What the whole run found, per column: the lines that head report.html."""
+def _print_findings(run) -> None:
+    """What the whole run found, per column: the lines that head report.html (from the run the
+    tables were just made of, not read again)."""
     from auditor.report.matrix import build_matrix
     from auditor.report.summary import findings
 
-    try:
-        run = read_run(outdir)
-    except ResultsFileError:
-        return
     for finding in findings(build_matrix([run])):
         print(f"  {finding.text()}", file=sys.stderr)
 
@@ -306,13 +304,13 @@ class _Tables:
             self._thread = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="auditor-tables")
             self._future = self._thread.submit(_write_tables, self.outdir)
 
-    def finish(self) -> None:
+    def finish(self):
+        """Wait for (or make) the tables; the run they were made of."""
         if self._future is not None:
             self._thread.shutdown()  # waits for it
             if not self._stale:
-                self._future.result()  # raises what writing them raised
-                return
-        _write_tables(self.outdir)
+                return self._future.result()  # raises what writing them raised
+        return _write_tables(self.outdir)
 
 
 def _mention_worker_log(outdir: Path) -> None:
@@ -343,11 +341,13 @@ def _ray_for_pickle(args: argparse.Namespace, options):
         cluster.close()
 
 
-def _write_tables(outdir: Path) -> None:
-    """results.csv, matrix.csv and report.html from everything in results.jsonl."""
+def _write_tables(outdir: Path):
+    """results.csv, matrix.csv and report.html from everything in results.jsonl; the run read."""
     from auditor.report import write_report
 
-    write_report([read_run(outdir)], outdir)
+    run = read_run(outdir)
+    write_report([run], outdir)
+    return run
 
 
 def _validate(args: argparse.Namespace):
