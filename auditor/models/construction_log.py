@@ -160,10 +160,9 @@ class _BoundNew:
         self.owner = owner
 
     def __call__(self, cls, *args, **kwargs):
-        module = object.__new__(cls)
-        if _active is not None and sys._getframe(1).f_code not in _COPIES:
-            _active.append((module, args))
-        return module
+        if _active is not None and sys._getframe(1).f_code in _COPIES:  # a copy, not a construction
+            return object.__new__(cls)
+        return _new(cls, *args, **kwargs)
 
     @property
     def __signature__(self) -> inspect.Signature:
