@@ -78,6 +78,7 @@ class CaseContext:
         self._failure: BaseException | None = None
         self._config_failure: BaseException | None = None
         self._constructions = None
+        self._attention_reads = None
 
     def config(self):
         """The model type's default config; for a case of `--remote-code DIR`, the directory's
@@ -112,19 +113,30 @@ class CaseContext:
         """The plain meta-built model, built once; re-raises the build's failure each time."""
         from auditor.models.construction_log import constructions
         from auditor.models.meta import build_on_meta
+        from auditor.models.vllm_build import reads_attention
 
         if self._failure is not None:
             raise self._failure
         if self._model is None:
             config = self.config()
             try:
-                with constructions() as log:
+                with constructions() as log, reads_attention() as reads:
                     self._model = build_on_meta(config, trust_remote_code=bool(self.case.remote_code))
             except BaseException as exc:
                 self._failure = exc
                 raise
             self._constructions = log
+            self._attention_reads = reads
         return self._model
+
+    def attention_reads(self):
+        """Who read the config's attention implementation during the plain build
+        (auditor.models.vllm_build.reads_attention); None when the build failed."""
+        try:
+            self.model()
+        except Exception:
+            return None
+        return self._attention_reads
 
     def constructions(self):
         """The plain build's ConstructionLog (auditor.models.construction_log): what the decorate

@@ -38,6 +38,8 @@ class Status(str, Enum):
     CRASH = "crash"
     OOM = "oom"
     SKIPPED = "skipped"
+    # The backend check: vLLM's Transformers modeling backend would stop at this gate.
+    UNSUPPORTED = "unsupported"
     # Outcomes of the compile check (a failed build there keeps the statuses above).
     COMPILED = "compiled"
     GRAPH_BREAK = "graph-break"
@@ -72,6 +74,7 @@ DESCRIPTIONS: dict[Status, str] = {
     Status.CRASH: "the worker process died (segfault, `os._exit`); the message says how",
     Status.OOM: "`MemoryError`, or the worker went over `--max-memory`",
     Status.SKIPPED: "the check does not apply; the message says why",
+    Status.UNSUPPORTED: "backend check: vLLM's Transformers modeling backend stops at this gate, with its own message",
     Status.COMPILED: "compile check: one graph for both sequence lengths, output equal to eager (OK, like `build`)",
     Status.GRAPH_BREAK: "compile check: `torch.compile(fullgraph=True)` hit a graph break; extras say why and where",
     Status.RECOMPILED: "compile check: the second sequence length needed another graph",

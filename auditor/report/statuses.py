@@ -51,6 +51,7 @@ _LOOKS: dict[Status, tuple[str, str]] = {
     Status.REFUSED: ("#ff9800", "refused"),
     Status.CHECK_ERROR: ("#ffc107", "chk-err"),
     Status.DECORATE_ERROR: ("#ab47bc", "dec-err"),
+    Status.UNSUPPORTED: ("#5c6bc0", "unsupp"),
     Status.ERROR: ("#e53935", "error"),
     Status.CONFIG_ERROR: ("#f06292", "cfg-err"),
     Status.MISSING_DEPENDENCY: ("#90a4ae", "no-dep"),

@@ -1,0 +1,163 @@
+"""The `backend` check: vLLM's Transformers-backend gates, on real transformers types through the
+real CLI, and on plugin types (tests/plugins/backend_models.py) for the gates transformers'
+own types do not fail."""
+
+import importlib.util
+
+import pytest
+
+from auditor.core.results import read_run
+from auditor.core.status import Status
+from tests.checks.test_decorate_check import known
+from tests.conftest import run_auditor
+
+SAMPLE = ["llama", "bloom", "jamba", "qwen2_vl", "aimv2"]
+GATES = ("registry", "build", "enable-if", "pp-plan", "tp-plan", "attention", "version:video", "version:mtp")
+
+
+@pytest.fixture(scope="module")
+def backend_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("backend")
+    proc = run_auditor("sweep", "--checks", "build,backend", "--models", ",".join(known(SAMPLE)), "-o", str(out))
+    assert proc.returncode == 0, proc.stderr
+    return {(r.model_type, r.component): r for r in read_run(out).results if r.check == "backend"}
+
+
+def test_every_type_has_every_gate(backend_run):
+    for model_type in known(SAMPLE):
+        assert [g for g in GATES if (model_type, g) in backend_run] == list(GATES), model_type
+
+
+def test_llama_passes_every_gate_that_applies(backend_run):
+    for gate in ("registry", "build", "enable-if", "pp-plan", "tp-plan", "attention"):
+        assert backend_run[("llama", gate)].status is Status.BUILD, gate
+    registry = backend_run[("llama", "registry")]
+    # A default config names no architecture: vLLM fills in the AutoModel class, a pooling one.
+    assert registry.extras["architecture"] == "LlamaModel"
+    assert registry.extras["backend_class"] == "TransformersEmbeddingModel"
+    assert registry.extras["backend_class_exists"] is True
+    assert backend_run[("llama", "attention")].message == "32 layers dispatch"
+    assert backend_run[("llama", "version:video")].status is Status.SKIPPED
+
+
+def test_bloom_fails_the_registry_gate_and_nothing_after_it_runs(backend_run):
+    registry = backend_run[("bloom", "registry")]
+    assert registry.status is Status.UNSUPPORTED
+    assert registry.message == "ValueError: The Transformers implementation of 'BloomModel' is not compatible with vLLM."
+    for gate in GATES[1:]:
+        row = backend_run[("bloom", gate)]
+        assert row.status is Status.SKIPPED and row.message == "not reached: vLLM stops at backend/registry"
+
+
+def test_a_hybrid_fails_attention_dispatch(backend_run):
+    row = backend_run[("jamba", "attention")]
+    assert row.status is Status.UNSUPPORTED
+    assert row.message.startswith("ValueError: Layer 0 (")
+    assert "does not dispatch through the Transformers attention interface" in row.message
+    assert backend_run[("jamba", "registry")].extras["backend_class"] == "TransformersMoEEmbeddingModel"
+
+
+def test_a_multimodal_type_resolves_to_the_multimodal_backend_and_its_video_floor(backend_run):
+    registry = backend_run[("qwen2_vl", "registry")]
+    assert registry.extras["backend_class"] == "TransformersMultiModalEmbeddingModel"
+    # modeling_qwen2_vl reads the attention implementation while building: vLLM's build is made.
+    assert backend_run[("qwen2_vl", "build")].extras["own_build"] is True
+    assert backend_run[("qwen2_vl", "attention")].status is Status.BUILD
+    assert backend_run[("qwen2_vl", "version:video")].status is Status.BUILD
+
+
+def test_a_model_without_input_embeddings_stops_where_vllm_replaces_modules(backend_run):
+    row = backend_run[("aimv2", "tp-plan")]
+    assert row.status is Status.UNSUPPORTED and "get_input_embeddings" in row.message
+    assert backend_run[("aimv2", "attention")].message == "not reached: vLLM stops at backend/tp-plan"
+
+
+# -- the gates on plugin types ----------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def plugin_models():
+    import tests.plugins.backend_models  # noqa: F401  (registers the types)
+    from auditor.models.meta import build_on_meta, make_config
+
+    def build(model_type):
+        config = make_config(model_type)
+        return config, build_on_meta(config)
+
+    return build
+
+
+def _gates(model):
+    from auditor.models import backend_gates as gates
+    from auditor.models.vllm_build import patched_in_place
+
+    with patched_in_place(model) as config:
+        return gates.pp_plan_gate(model), gates.tp_plan_gate(model), gates.attention_gate(model, config)
+
+
+def test_the_control_plugin_passes_the_plan_and_attention_gates(plugin_models):
+    _, model = plugin_models("auditor_backend_ok")
+    pp, tp, attention = _gates(model)
+    assert (pp.ok, tp.ok, attention.ok) == (True, True, True)
+    assert attention.message == "2 layers dispatch"
+    assert model.config._attn_implementation != "vllm", "the stand-in build was not put back"
+
+
+def test_a_registered_type_has_no_architecture_vllm_can_resolve(plugin_models):
+    from auditor.models.backend_gates import registry_gate
+
+    config, _ = plugin_models("auditor_backend_ok")
+    assert registry_gate(config, "auditor_backend_ok").message == "ValueError: No model architectures are specified"
+    config.architectures = ["AuditorBackendOkModel"]
+    assert registry_gate(config, "auditor_backend_ok").message.startswith("ValueError: Cannot find model module.")
+
+
+@pytest.mark.parametrize("model_type, gate, message", [
+    ("auditor_backend_two_lists", 0, "ValueError: Pipeline parallel of models with multiple `ModuleList`s"),
+    ("auditor_backend_no_list", 0, "ValueError: Could not find `ModuleList` in "),
+    ("auditor_backend_tuple_style", 1, "ValueError: Unsupported parallel style type <class 'tuple'>, expected str"),
+    ("auditor_backend_two_attentions", 2, "ValueError: Layer 0 dispatches attention from more than one module "
+                                          "(model.layers.0.attentions.0 and model.layers.0.attentions.1)"),
+    ("auditor_backend_no_attention", 2, "ValueError: Layer 0 does not dispatch through the Transformers attention"),
+])
+def test_each_plugin_fails_its_gate_with_vllms_message(plugin_models, model_type, gate, message):
+    _, model = plugin_models(model_type)
+    verdict = _gates(model)[gate]
+    assert not verdict.ok
+    assert verdict.message.startswith(message)
+
+
+def test_enable_if_raises_where_vllm_reads_a_rope_type_that_is_missing():
+    from transformers import LlamaConfig
+
+    from auditor.models.backend_gates import enable_if_gate
+
+    config = LlamaConfig()
+    assert enable_if_gate(config).ok
+    config.rope_parameters = {"rope_theta": 10000.0}
+    assert enable_if_gate(config).message == "KeyError: 'rope_type'"
+    config.rope_parameters = {"rope_type": "dynamic", "factor": 2.0, "rope_theta": 10000.0}
+    assert enable_if_gate(config).extras == {"compile_enabled": True}  # max_model_len defaults to the positions
+
+
+def test_version_floor_message_is_vllms():
+    from auditor.models.backend_gates import version_gate
+
+    assert version_gate("video inputs", "5.18.0", "5.17.1").message == (
+        "ImportError: Transformers modeling backend requires transformers>=5.18.0 for video inputs, but got 5.17.1")
+    assert version_gate("MTP", "5.20.0", "5.24.0").ok
+
+
+VLLM = importlib.util.find_spec("vllm") is not None
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not VLLM, reason="vLLM is not installed (pip install 'model-sweep-auditor[vllm]'): "
+                                     "the backend check's vllm rows need its own functions")
+def test_the_emulation_agrees_with_vllms_own_functions(tmp_path):
+    out = tmp_path / "run"
+    proc = run_auditor("sweep", "--checks", "build,backend", "--policies", "legacy,vllm",
+                       "--models", ",".join(known(SAMPLE)), "-o", str(out))
+    assert proc.returncode == 0, proc.stderr
+    proc = run_auditor("agree", str(out), "--policies", "legacy,vllm")
+    assert proc.returncode == 0, proc.stdout
+    assert "0 disagree" in proc.stdout
