@@ -1,9 +1,12 @@
 """The command line: the only place that prints, owns paths, and picks exit codes.
 
-Each subcommand is a module with `add_parser(subparsers)` and `run(args) -> int`.
-Exit codes: 0 success, 1 a finding the command exists to report (regressions), 2 bad input
-(found before any work), 3 the run could not go on (the worker pool, the Ray cluster or the
-results file failed; every finished row is kept and --resume continues), 130 interrupted.
+Each subcommand is a module with `add_parser(subparsers)` and `run(args) -> int`, a thin layer
+over `auditor.api`: the library raises `AuditorError`s, and only here do they become messages
+and exit codes. Exit codes (README, "Exit codes", has them per subcommand): 0 success, 1 a
+finding the command exists to report (regressions, disagreements, cells `--fail-on` names),
+2 bad input (found before any work), 3 the run could not go on (the worker pool, the Ray
+cluster or the results file failed; every finished row is kept and --resume continues),
+130 interrupted.
 """
 
 from __future__ import annotations
@@ -13,11 +16,12 @@ import sys
 from collections.abc import Sequence
 
 from auditor import __version__
+from auditor.core.errors import InputError, RunStopped
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_FAILED, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 
 
-class UsageError(Exception):
+class UsageError(InputError):
     """Bad input found by a subcommand: printed as `auditor: error: ...`, exit 2."""
 
 
@@ -59,6 +63,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return args.handler(args)
-    except UsageError as exc:
+    except InputError as exc:  # UsageError, ResultsFileError, and the API's bad-input errors
         print(f"auditor: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    except RunStopped as exc:
+        print(f"auditor: error: {exc}", file=sys.stderr)
+        return EXIT_FAILED

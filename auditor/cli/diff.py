@@ -21,29 +21,28 @@ def add_parser(subparsers) -> None:
     p.add_argument("--allow", type=Path, metavar="FILE", help="regressions to accept, one per line")
     p.add_argument("--output", "-o", type=Path, metavar="OUTDIR",
                    help="where to write diff.md and diff.html (default: NEW's directory)")
+    p.add_argument("--junit", type=Path, metavar="FILE",
+                   help="also write the diff as JUnit XML: the regressions fail, fixes and changed failures "
+                        "pass with a note, allowed regressions are skipped")
     p.set_defaults(handler=run_diff)
 
 
 def run_diff(args: argparse.Namespace) -> int:
-    from auditor.report import write_diff
-    from auditor.report.diff import AllowList, AllowListError, diff_runs, parse_allow_list
+    from auditor import api
     from auditor.report.diff_render import render_diff_text
+    from auditor.report.files import write_text
 
-    allow = AllowList()
-    if args.allow is not None:
-        try:
-            allow = parse_allow_list(args.allow.read_text(encoding="utf-8"), str(args.allow))
-        except OSError as exc:
-            raise UsageError(f"cannot read allow list {args.allow}: {exc.strerror or exc}") from None
-        except AllowListError as exc:
-            raise UsageError(str(exc)) from None
+    if args.allow is not None and not args.allow.is_file():
+        raise UsageError(f"cannot read allow list {args.allow}: no such file")
     base, new = read_results(args.base), read_results(args.new)
-    diff = diff_runs(base, new, allow)
+    diff = api.diff(base, new, args.allow)
     outdir = args.output if args.output is not None else new.path.parent
-    try:
-        paths = write_diff(diff, outdir)
-    except OSError as exc:
-        raise UsageError(f"cannot write to {outdir}: {exc.strerror or exc}") from None
+    paths = api.write_diff(diff, outdir)
+    if args.junit is not None:
+        try:
+            paths.append(write_text(args.junit, api.render_junit(diff)))
+        except OSError as exc:
+            raise UsageError(f"cannot write to {args.junit}: {exc.strerror or exc}") from None
     print(render_diff_text(diff), end="")
     print("\n" + "\n".join(f"wrote {p}" for p in paths))
     return EXIT_FINDINGS if diff.blocking else EXIT_OK

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import argparse
 import sys
+from functools import partial
 from pathlib import Path
 
-from auditor.cli import EXIT_OK, UsageError, read_results
+from auditor.cli import EXIT_FINDINGS, EXIT_OK, UsageError, read_results
 from auditor.core.results import RESULTS_FILE
 
 INDEX_FILE = "index.html"
@@ -25,33 +26,56 @@ def add_parser(subparsers) -> None:
                    help="where to write the files (default: the run's directory when there is one input)")
     p.add_argument("--history", type=Path, metavar="REPORTS_DIR",
                    help="write REPORTS_DIR/index.html over its run directories, with diffs between nights")
+    p.add_argument("--junit", type=Path, metavar="FILE",
+                   help="also write the JUnit XML of the runs (one testcase per cell) to FILE")
+    p.add_argument("--markdown", metavar="FILE",
+                   help="also write the Markdown summary to FILE ('-': standard output), e.g. "
+                        "$GITHUB_STEP_SUMMARY; under 65,536 characters")
+    p.add_argument("--fail-on", action="append", default=[], metavar="[COLUMN_GLOB=]STATUS,...",
+                   help="exit 1 when any cell has one of these statuses (as for `auditor sweep`)")
     p.set_defaults(handler=run_report)
 
 
 def run_report(args: argparse.Namespace) -> int:
+    from auditor import api
+    from auditor.report.gate import describe_hits, parse_fail_on
+
     if args.history is not None:
-        if args.results or args.output:
-            raise UsageError("--history takes no RESULTS and no --output")
+        if args.results or args.output or args.junit or args.markdown or args.fail_on:
+            raise UsageError("--history takes no RESULTS, --output, --junit, --markdown or --fail-on")
         return _history(args.history)
     if not args.results:
         raise UsageError("give at least one results.jsonl or run directory (or --history REPORTS_DIR)")
+    rules = parse_fail_on(args.fail_on)
     runs = [read_results(path) for path in args.results]
     if args.output is None and len(runs) > 1:
         raise UsageError("with several inputs, say where the report goes with --output")
     outdir = args.output if args.output is not None else runs[0].path.parent
 
-    from auditor.report import write_report
+    from auditor.report.files import write_text
 
-    for path in _write(write_report, runs, outdir):
+    for path in _write(lambda: api.write_report(runs, outdir), outdir):
         print(path)
+    if args.junit is not None:
+        print(_write(lambda: write_text(args.junit, api.render_junit(runs)), args.junit))
+    if args.markdown == "-":
+        sys.stdout.write(api.render_summary(runs))
+    elif args.markdown is not None:
+        target = Path(args.markdown)
+        print(_write(lambda: write_text(target, api.render_summary(runs)), target))
+    hits = api.gate(runs, args.fail_on) if rules else ()
+    if hits:
+        print(f"auditor: {describe_hits(hits)}", file=sys.stderr)
+        return EXIT_FINDINGS
     return EXIT_OK
 
 
-def _write(writer, subject, outdir: Path) -> list[Path]:
+def _write(action, target: Path):
+    """What `action` wrote; an OSError as a UsageError naming `target`."""
     try:
-        return writer(subject, outdir)
+        return action()
     except OSError as exc:
-        raise UsageError(f"cannot write to {outdir}: {exc.strerror or exc}") from None
+        raise UsageError(f"cannot write to {target}: {exc.strerror or exc}") from None
 
 
 def _history(reports: Path) -> int:
@@ -70,9 +94,9 @@ def _history(reports: Path) -> int:
     history = build_history(runs)
     for run in history.runs:
         if not (run.path.parent / REPORT_FILE).exists():
-            _write(write_report, [run], run.path.parent)
+            _write(partial(write_report, [run], run.path.parent), run.path.parent)
     for run, diff in history.consecutive():
-        _write(write_diff, diff, run.path.parent)
+        _write(partial(write_diff, diff, run.path.parent), run.path.parent)
     index = reports / INDEX_FILE
     try:
         index.write_text(render_history(history, skipped), encoding="utf-8")

@@ -1,34 +1,25 @@
-"""`auditor sweep`: build every selected model type in worker processes, one row each."""
+"""`auditor sweep`: build every selected model type in worker processes, one row each.
+
+A thin layer over `auditor.api.sweeps`: the options become a SweepRequest, its events print.
+"""
 
 from __future__ import annotations
 
 import argparse
-import concurrent.futures
-import contextlib
-import datetime
 import os
-import re
 import shlex
 import signal
 import sys
 from pathlib import Path
 
-from auditor.cli import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, UsageError
+from auditor.api import sweeps as api_sweep
+from auditor.api.sweeps import DEFAULT_TIMEOUT, SweepEvents, SweepRequest, run_request
+from auditor.cli import EXIT_FAILED, EXIT_FINDINGS, EXIT_INTERRUPTED, EXIT_OK
 from auditor.cli.progress import Progress
-from auditor.core.results import (
-    FORMAT_VERSION,
-    RESULTS_FILE,
-    TORN_SUFFIX,
-    ResultsFileError,
-    ResultsWriter,
-    read_run,
-    repair,
-)
+from auditor.core.errors import RunInterrupted, RunStopped
 
-DEFAULT_TIMEOUT = 300.0
-DEFAULT_CHECKS = "build,decorate,pickle"
-DEFAULT_POLICIES = "legacy,fixed,fixed-no-config-skip"
-WORKER_LOG = "workers.log"  # the workers' stdout and stderr, in the output directory
+DEFAULT_CHECKS = ",".join(api_sweep.DEFAULT_CHECKS)
+DEFAULT_POLICIES = ",".join(api_sweep.DEFAULT_POLICIES)
 
 
 def add_parser(subparsers) -> None:
@@ -96,6 +87,15 @@ def add_parser(subparsers) -> None:
                      help="continue results.jsonl: skip the model types it has whole, repair a cut tail; "
                           "refused when this command is another experiment (checks, policies, device, ...)")
     out.add_argument("--overwrite", action="store_true", help="replace an existing results.jsonl")
+    out.add_argument("--junit", type=Path, metavar="FILE",
+                     help="also write the run as JUnit XML (one testcase per cell) for CI test reporters")
+    out.add_argument("--markdown", type=Path, metavar="FILE",
+                     help="also write the Markdown summary here, e.g. $GITHUB_STEP_SUMMARY "
+                          "(summary.md is always written next to report.html)")
+    gate = p.add_argument_group("gating")
+    gate.add_argument("--fail-on", action="append", default=[], metavar="[COLUMN_GLOB=]STATUS,...",
+                      help="exit 1 when any cell has one of these statuses, e.g. refused,check-error, or "
+                           "per column: decorate/*/legacy=refused (expected-by-design failures never match)")
     p.set_defaults(handler=run_sweep)
 
 
@@ -103,142 +103,70 @@ def run_sweep(args: argparse.Namespace) -> int:
     # Python leaves SIGINT ignored when the shell started us that way (a background job); Ctrl-C
     # must always stop the pool cleanly and keep the rows, so take it back.
     signal.signal(signal.SIGINT, signal.default_int_handler)
-    options, settings, outdir = _validate(args)
-    if not args.online:
-        os.environ["HF_HUB_OFFLINE"] = "1"
-        os.environ["TRANSFORMERS_OFFLINE"] = "1"
+    from auditor.report.gate import describe_hits, parse_fail_on
 
-    from auditor.core.runinfo import probe
-    from auditor.models import cases
-    from auditor.remote.workspace import remove_orphaned_workdirs
-
-    orphans = remove_orphaned_workdirs()
-    if orphans:
-        print(f"Removed {len(orphans)} scratch director{'y' if len(orphans) == 1 else 'ies'} left in "
-              f"{Path(orphans[0]).parent} by auditor processes that were killed.", file=sys.stderr)
-
+    rules = parse_fail_on(args.fail_on)
+    events = _PrintedEvents()
     try:
-        cases.load_plugins(settings.plugins)
-        known = cases.discover()
-        selected = [] if args.remote_code and not args.models else cases.select(
-            known, _split(args.models), _split(args.exclude))
-        selected += _remote_cases(args.remote_code)
-        if args.shard:
-            selected = cases.shard(selected, *cases.parse_shard(args.shard))
-    except cases.SelectionError as exc:
-        raise UsageError(str(exc)) from None
-    print(f"Found {len(known)} model types; {len(selected)} selected.", file=sys.stderr)
-
-    info = probe(shlex.join(["auditor", *sys.argv[1:]]), device=_header_device(options), checks=options.checks,
-                 label=args.label, shard=_shard_text(args.shard), experiment=_experiment(options, args))
-    path = outdir / RESULTS_FILE
-    resumed = args.resume and path.exists()
-    already = _resume(path, info) if resumed else set()
-    todo = [case for case in selected if case.model_type not in already]
-    if not resumed:  # a new run (or --overwrite): a new log; --resume appends to the old one
-        (outdir / WORKER_LOG).unlink(missing_ok=True)
-    return _execute(todo, options, settings, path, info, append=resumed, args=args)
-
-
-def _experiment(options, args: argparse.Namespace) -> dict:
-    """What the header records beyond RunInfo's own fields, so that a resume can be checked."""
-    return {"policies": list(options.policies), "device": options.device, "backend": options.backend,
-            "compile_policy": options.compile_policy, "compile_encoders": options.compile_encoders,
-            "build_per_policy": not options.shared_policy_build, "plugins": list(options.plugins),
-            "online": bool(args.online)}
-
-
-# What makes two sweeps one experiment: (what differs, where its value is, the option that sets it).
-_SAME_EXPERIMENT = (
-    ("checks", lambda info: ",".join(info.checks), "--checks"),
-    ("policies", lambda info: ",".join(info.experiment.get("policies", [])), "--policies"),
-    ("device", lambda info: info.experiment.get("device"), "--device"),
-    ("backend", lambda info: info.experiment.get("backend"), "--backend"),
-    ("compile policy", lambda info: info.experiment.get("compile_policy"), "--compile-policy"),
-    ("encoders compiled", lambda info: info.experiment.get("compile_encoders"), "--compile-encoders"),
-    ("a build per policy", lambda info: info.experiment.get("build_per_policy"), "--build-per-policy"),
-    ("plugins", lambda info: ",".join(info.experiment.get("plugins", [])), "--plugin"),
-    ("hub allowed", lambda info: info.experiment.get("online"), "--online"),
-    ("label", lambda info: info.label, "--label"),
-    ("shard", lambda info: info.shard, "--shard"),
-    ("Python", lambda info: info.python, "the Python that runs the auditor"),
-    ("torch", lambda info: info.torch, "the installed torch"),
-    ("transformers", lambda info: info.transformers, "the installed transformers"),
-)
-
-
-def _resume(path: Path, info) -> set[str]:
-    """The model types a resumed run already has, after checking that this command continues the
-    same experiment and repairing a torn tail. UsageError (exit 2) before any work otherwise."""
-    try:
-        run = read_run(path)
-    except ResultsFileError as exc:
-        raise UsageError(f"cannot resume: {exc}") from None
-    if run.format_version != FORMAT_VERSION:
-        raise UsageError(f"cannot resume {path}: an older auditor wrote it (results format {run.format_version}, "
-                         "without completion records); start a new run (another --output, or --overwrite)")
-    conflicts = [f"{option} ({what}): the run has {_shown(get(run.info))}, this command {_shown(get(info))}"
-                 for what, get, option in _SAME_EXPERIMENT if get(run.info) != get(info)]
-    if conflicts:
-        raise UsageError(f"cannot resume {path}: this command is another experiment than the one it holds; "
-                         "rows of both would mix in one file:\n  " + "\n  ".join(conflicts) +
-                         "\nUse the resume command the interrupted sweep printed, or start a new run.")
-    try:
-        damage = repair(path)
-    except OSError as exc:
-        raise UsageError(f"cannot repair {path} before resuming: {exc.strerror or exc}") from None
-    if damage is not None:
-        print(f"Repaired {path}: took out {damage.note()} (kept in {path.name}{TORN_SUFFIX}); "
-              "those model types run again.", file=sys.stderr)
-    already = run.done_model_types
-    print(f"Resuming: {len(already)} model types already done.", file=sys.stderr)
-    return already
-
-
-def _shown(value) -> str:
-    return "(none)" if value in ("", None, []) else repr(value) if isinstance(value, str) else str(value)
-
-
-def _header_device(options) -> str:
-    from auditor.checks import model_runners
-    from auditor.core.runinfo import describe_device
-
-    return describe_device(options.device) if model_runners(options.checks) else "meta"
-
-
-def _execute(todo, options, settings, path: Path, info, *, append: bool, args) -> int:
-    from auditor.engine.pool import PoolError
-
-    tables = _Tables(path.parent)
-    with _ray_for_pickle(args, options) as options:
-        try:
-            executor = _executor(args, settings, options)
-        except PoolError as exc:  # e.g. a Ray address that cannot be reached: before any row
-            raise UsageError(str(exc)) from None
-        progress, stopped = _drive(executor, todo, path, info, tables, append=append, args=args)
-    run = None
-    try:
-        run = tables.finish()
-    except OSError as exc:
-        stopped = stopped or f"cannot write the tables and report in {path.parent}: {exc.strerror or exc}"
-    resume = f"Resume with: {_resume_command(args, options, path.parent)}"
-    if stopped == _INTERRUPTED:
-        print(f"\nInterrupted: {progress.done} of {len(todo)} model types finished; every finished "
-              f"row is in {path}.\n{resume}", file=sys.stderr)
+        outcome = run_request(request_of(args), events, rules)
+    except RunInterrupted as stop:
+        print(f"\nInterrupted: {stop.done} of {stop.total} model types finished; every finished "
+              f"row is in {stop.results_path}.\nResume with: {stop.resume_command}", file=sys.stderr)
         return EXIT_INTERRUPTED
-    if stopped:
-        print(f"\nauditor: the sweep stopped: {stopped}\n{progress.done} of {len(todo)} model types finished; "
-              f"every finished row is in {path}.\n{resume}", file=sys.stderr)
+    except RunStopped as stop:
+        print(f"\nauditor: the sweep stopped: {stop}\n{stop.done} of {stop.total} model types finished; "
+              f"every finished row is in {stop.results_path}.\nResume with: {stop.resume_command}",
+              file=sys.stderr)
         return EXIT_FAILED
-    print(f"Done: {progress.done} model type{'s' if progress.done != 1 else ''} in {progress.elapsed():.0f} s."
-          if todo else "Done: nothing to do.", file=sys.stderr)
-    _print_findings(run)
-    print(f"Results in {path.parent}/ (report.html, results.csv, matrix.csv)", file=sys.stderr)
-    _mention_worker_log(path.parent)
+    print(f"Done: {outcome.done} model type{'s' if outcome.done != 1 else ''} in {events.elapsed():.0f} s."
+          if outcome.total else "Done: nothing to do.", file=sys.stderr)
+    _print_findings(outcome.run)
+    print(f"Results in {outcome.outdir}/ (report.html, summary.md, results.csv, matrix.csv)", file=sys.stderr)
+    for extra in outcome.files[4:]:
+        print(f"Wrote {extra}", file=sys.stderr)
+    if outcome.worker_log is not None:
+        print(f"Workers' own output (transformers warnings, crash tracebacks): {outcome.worker_log}", file=sys.stderr)
+    if outcome.gate_hits:
+        print(f"auditor: {describe_hits(outcome.gate_hits)}", file=sys.stderr)
+        return EXIT_FINDINGS
     return EXIT_OK
 
 
-_INTERRUPTED = "interrupted"
+def request_of(args: argparse.Namespace) -> SweepRequest:
+    """The SweepRequest of the command line."""
+    return api_sweep.make_request(
+        output=args.output, models=args.models, exclude=args.exclude, plugins=args.plugin,
+        remote_code=args.remote_code, shard=args.shard, checks=args.checks, policies=args.policies,
+        device=args.device, backend=args.backend, compile_encoders=args.compile_encoders,
+        compile_policy=args.compile_policy, build_per_policy=args.build_per_policy, jobs=args.jobs,
+        timeout=args.timeout, max_memory=args.max_memory, max_tasks_per_worker=args.max_tasks_per_worker,
+        online=args.online, executor=args.executor, ray_address=args.ray_address,
+        gpus_per_task=args.gpus_per_task, reports=args.reports, run_id=args.run_id, label=args.label,
+        resume=args.resume, overwrite=args.overwrite, junit=args.junit, markdown=args.markdown,
+        command=shlex.join(["auditor", *sys.argv[1:]]))
+
+
+class _PrintedEvents(SweepEvents):
+    """The sweep's notes on stderr, and its progress (a bar on a terminal, lines in a CI log)."""
+
+    def __init__(self) -> None:
+        self.progress: Progress | None = None
+
+    def note(self, text: str) -> None:
+        print(text, file=sys.stderr)
+
+    def started(self, total: int) -> None:
+        self.progress = Progress(total)
+
+    def finished_type(self, model_type: str, rows) -> None:
+        self.progress.update(model_type, rows)
+
+    def ended(self) -> None:
+        if self.progress is not None:
+            self.progress.close()
+
+    def elapsed(self) -> float:
+        return self.progress.elapsed() if self.progress is not None else 0.0
 
 
 def _print_findings(run) -> None:
@@ -249,329 +177,3 @@ def _print_findings(run) -> None:
 
     for finding in findings(build_matrix([run])):
         print(f"  {finding.text()}", file=sys.stderr)
-
-
-def _drive(executor, todo, path: Path, info, tables: _Tables, *, append: bool, args) -> tuple[Progress, str]:
-    """Run the sweep, writing each model type's rows as one unit as they come; the progress, and
-    why it stopped early: "" (it did not), _INTERRUPTED, or what failed."""
-    from auditor.engine.pool import PoolError
-
-    progress = Progress(len(todo))
-    try:
-        writer = ResultsWriter(path, info, append=append)
-    except OSError as exc:
-        progress.close()
-        return progress, f"cannot write {path}: {exc.strerror or exc}"
-    stopped = ""
-    try:
-        for batch in executor.run(todo):
-            if batch:
-                writer.write_type(batch[0].model_type, batch)
-                progress.update(batch[0].model_type, batch)
-            tables.rows_written(last=progress.done == len(todo))
-    except KeyboardInterrupt:
-        stopped = _INTERRUPTED
-    except PoolError as exc:
-        stopped = f"the {'worker pool' if args.executor == 'local' else 'Ray executor'} failed: {exc}"
-    except OSError as exc:  # a full disk, a file size limit: the unit being written is a torn tail
-        stopped = f"cannot write {path}: {exc.strerror or exc}"
-    finally:
-        with contextlib.suppress(OSError):
-            writer.close()
-        progress.close()
-    return progress, stopped
-
-
-class _Tables:
-    """results.csv, matrix.csv and report.html, from everything in results.jsonl.
-
-    Once the last model type's rows are written they are made on a thread of their own, while
-    the workers and the Ray cluster stop (a second or more each); `finish()` waits for them. An
-    interrupted sweep, or one with rows after the last model type's, gets them made in
-    `finish()` instead, from every row there is.
-    """
-
-    def __init__(self, outdir: Path) -> None:
-        self.outdir = outdir
-        self._thread: concurrent.futures.ThreadPoolExecutor | None = None
-        self._future: concurrent.futures.Future | None = None
-        self._stale = False
-
-    def rows_written(self, *, last: bool) -> None:
-        if self._future is not None:
-            self._stale = True  # more rows after the start: made again in finish()
-        elif last:
-            self._thread = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="auditor-tables")
-            self._future = self._thread.submit(_write_tables, self.outdir)
-
-    def finish(self):
-        """Wait for (or make) the tables; the run they were made of."""
-        if self._future is not None:
-            self._thread.shutdown()  # waits for it
-            if not self._stale:
-                return self._future.result()  # raises what writing them raised
-        return _write_tables(self.outdir)
-
-
-def _mention_worker_log(outdir: Path) -> None:
-    log = outdir / WORKER_LOG
-    if log.exists() and log.stat().st_size:
-        print(f"Workers' own output (transformers warnings, crash tracebacks): {log}", file=sys.stderr)
-
-
-@contextlib.contextmanager
-def _ray_for_pickle(args: argparse.Namespace, options):
-    """The options, with the one local Ray cluster that the pool's workers share for the pickle
-    check's Ray round trip (rather than a cluster per worker). It starts while the workers
-    start; a cluster that does not start is reported in every Ray row, and the other checks go
-    on. Under --executor ray the tasks use the sweep's own cluster; without Ray installed the
-    column is skipped."""
-    from dataclasses import replace
-
-    from auditor.remote.ray_trip import LocalCluster, ray_missing
-
-    if "pickle" not in options.checks or args.executor != "local" or ray_missing():
-        yield options
-        return
-    print("Starting a local Ray cluster for the pickle check's Ray round trip...", file=sys.stderr)
-    cluster = LocalCluster(cpus=args.jobs)
-    try:
-        yield replace(options, ray_cluster=cluster.start())
-    finally:
-        cluster.close()
-
-
-def _write_tables(outdir: Path):
-    """results.csv, matrix.csv and report.html from everything in results.jsonl; the run read."""
-    from auditor.report import write_report
-
-    run = read_run(outdir)
-    write_report([run], outdir)
-    return run
-
-
-def _validate(args: argparse.Namespace):
-    """Everything that can be wrong with the command line, found before any work starts."""
-    from auditor.checks import Options, available
-    from auditor.engine.pool import PoolSettings
-
-    checks = tuple(_split([args.checks]))
-    unknown = [c for c in checks if c not in available()]
-    if unknown or not checks:
-        raise UsageError(f"unknown check(s) {', '.join(unknown) or '(none given)'}; available: {', '.join(available())}")
-    _check_requirements(checks)
-    _check_executor(args, checks)
-    if args.jobs < 1:
-        raise UsageError("--jobs must be at least 1")
-    if args.timeout <= 0:
-        raise UsageError("--timeout must be a positive number of seconds")
-    if args.resume and args.overwrite:
-        raise UsageError("--resume and --overwrite contradict each other")
-    outdir = args.output or args.reports / (args.run_id or _default_run_id())
-    _check_writable(outdir)
-    if (outdir / RESULTS_FILE).exists() and not (args.resume or args.overwrite):
-        raise UsageError(f"{outdir / RESULTS_FILE} exists; pass --resume to continue it or --overwrite to replace it")
-    _refuse_paths(_split(args.models))
-    _remote_cases(args.remote_code)
-    device, backend = _validated_device(args, checks)
-    options = Options(policies=_validated_policies(args.policies), checks=checks, plugins=tuple(args.plugin),
-                      shared_policy_build=not args.build_per_policy, device=device, backend=backend,
-                      compile_encoders=args.compile_encoders, compile_policy=_compile_policy(args.compile_policy))
-    settings = PoolSettings(
-        jobs=args.jobs,
-        timeout=args.timeout,
-        max_memory=_memory_limit(args.max_memory, args.jobs),
-        plugins=tuple(args.plugin),
-        max_tasks_per_worker=max(0, args.max_tasks_per_worker),
-        log_file=str(outdir / WORKER_LOG),
-    )
-    return options, settings, outdir
-
-
-def _validated_device(args: argparse.Namespace, checks: tuple[str, ...]) -> tuple[str, str]:
-    """--device and --backend, checked against the checks and this machine."""
-    from auditor.checks import model_runners
-
-    runs_models = model_runners(checks)
-    device = args.device or ("cpu" if runs_models else "meta")
-    if device == "meta" and runs_models:
-        raise UsageError(f"check(s) {', '.join(runs_models)} run real models: pass --device cpu or --device cuda")
-    if device == "cuda":
-        from auditor.core.runinfo import cuda_problem
-
-        problem = cuda_problem()
-        if problem:
-            raise UsageError(f"--device cuda: {problem}; use --device cpu (with --backend aot_eager) instead")
-    backend = args.backend or ("inductor" if device == "cuda" else "aot_eager")
-    if "compile" in checks:
-        import torch._dynamo
-
-        known = set(torch._dynamo.list_backends(exclude_tags=())) | {"eager", "aot_eager", "inductor"}
-        if backend not in known:
-            raise UsageError(f"unknown --backend {backend!r}; this torch has: {', '.join(sorted(known))}")
-    return device, backend
-
-
-def _compile_policy(name: str) -> str:
-    from auditor.decorators.policies import CHECK_POLICIES
-
-    if name not in CHECK_POLICIES:
-        raise UsageError(f"--compile-policy {name!r}: the compile check uses the project's decorator; "
-                         f"valid: {', '.join(CHECK_POLICIES)}")
-    return name
-
-
-def _check_requirements(checks: tuple[str, ...]) -> None:
-    import importlib.util
-
-    from auditor.checks import get
-
-    for name in checks:
-        missing = [module for module in get(name).requires if importlib.util.find_spec(module) is None]
-        if missing:
-            raise UsageError(f"check {name!r} needs {', '.join(missing)} installed "
-                             f"(pip install 'model-sweep-auditor[{missing[0]}]')")
-
-
-def _check_executor(args: argparse.Namespace, checks: tuple[str, ...]) -> None:
-    import importlib.util
-
-    if args.executor != "ray":
-        if args.ray_address or args.gpus_per_task:
-            raise UsageError("--ray-address and --gpus-per-task need --executor ray")
-        return
-    from auditor.checks import available, model_runners
-    from auditor.remote.ray_trip import INSTALL_HINT
-
-    if importlib.util.find_spec("ray") is None:
-        raise UsageError(f"--executor ray needs Ray installed: {INSTALL_HINT}")
-    for given, flag in ((args.max_memory.strip().lower() != "auto", "--max-memory"),
-                        (args.max_tasks_per_worker, "--max-tasks-per-worker")):
-        if given:
-            raise UsageError(f"{flag} applies to the local pool only: Ray workers are Ray's to limit and replace "
-                             "(a worker its memory monitor kills is `oom`); leave it out with --executor ray")
-    if args.gpus_per_task < 0:
-        raise UsageError("--gpus-per-task cannot be negative")
-    if args.gpus_per_task and not model_runners(checks):
-        raise UsageError(f"--gpus-per-task applies to the checks that run models "
-                         f"({', '.join(model_runners(available()))}), "
-                         "and --checks has none of them; the other checks ask for CPUs only")
-
-
-def _executor(args: argparse.Namespace, settings, options):
-    """The local pool, or Ray tasks; either way `run(cases)` yields one batch per model type."""
-    if args.executor == "local":
-        from auditor.engine.pool import WorkerPool
-
-        return WorkerPool(settings, options)
-    from auditor.engine.ray_executor import RayExecutor, RaySettings
-
-    ray_settings = RaySettings(address=args.ray_address, jobs=settings.jobs, timeout=settings.timeout,
-                               plugins=settings.plugins, gpus_per_task=args.gpus_per_task, online=args.online)
-    return RayExecutor(ray_settings, options).connect()
-
-
-def _refuse_paths(models: list[str]) -> None:
-    """trust_remote_code is only for directories named with --remote-code: a path or Hub id in
-    --models is refused rather than loaded."""
-    for entry in models:
-        if "/" in entry or os.sep in entry or Path(entry).is_dir():
-            raise UsageError(f"--models takes model types, not paths or Hub ids: {entry!r}. To audit a local "
-                             "remote-code model, name its directory with --remote-code; Hub ids are never loaded")
-
-
-def _remote_cases(directories: list[str]):
-    from auditor.remote.user import RemoteCodeError, remote_cases
-
-    try:
-        return remote_cases(directories)
-    except RemoteCodeError as exc:
-        raise UsageError(str(exc)) from None
-
-
-def _validated_policies(text: str) -> tuple[str, ...]:
-    import importlib.util
-
-    from auditor.decorators import get_policy
-
-    policies = tuple(dict.fromkeys(_split([text])))
-    if not policies:
-        raise UsageError("--policies is empty")
-    for name in policies:
-        if name == "vllm" and importlib.util.find_spec("vllm") is None:
-            raise UsageError("policy 'vllm' needs vLLM installed: pip install 'model-sweep-auditor[vllm]'")
-        try:
-            get_policy(name)
-        except (ValueError, ImportError) as exc:
-            raise UsageError(f"policy {name!r}: {exc}") from None
-    return policies
-
-
-def _check_writable(outdir: Path) -> None:
-    try:
-        outdir.mkdir(parents=True, exist_ok=True)
-        probe = outdir / ".write-test"
-        probe.write_text("")
-        probe.unlink()
-    except OSError as exc:
-        raise UsageError(f"cannot write to output directory {outdir}: {exc.strerror or exc}") from None
-
-
-_UNITS = {"": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40}
-
-
-def _memory_limit(text: str, jobs: int) -> int | None:
-    value = text.strip().lower()
-    if value in ("none", "0", "off"):
-        return None
-    if value == "auto":
-        import psutil
-
-        return int(psutil.virtual_memory().total * 0.8 / jobs)
-    match = re.fullmatch(r"(\d+(?:\.\d+)?)\s*([kmgt]?)(?:i?b)?", value)
-    if not match:
-        raise UsageError(f"--max-memory {text!r} is not a size such as 4G, 512M or 'none'")
-    return int(float(match.group(1)) * _UNITS[match.group(2)])
-
-
-def _split(values: list[str]) -> list[str]:
-    return [item.strip() for value in values for item in value.split(",") if item.strip()]
-
-
-def _shard_text(text: str | None) -> str:
-    if not text:
-        return ""
-    from auditor.models.cases import parse_shard
-
-    return "{}/{}".format(*parse_shard(text))
-
-
-def _default_run_id() -> str:
-    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%d-%H%M%S")
-
-
-def _resume_command(args: argparse.Namespace, options, outdir: Path) -> str:
-    """The command that continues this sweep: its selection, and every option that changes what a
-    cell means or the limits it ran under, spelled out (defaults too), so that pasting it resumes
-    the identical experiment (a resume under other options is refused)."""
-    words = ["auditor", "sweep", "--output", str(outdir), "--resume"]
-    for flag, values in (("--models", args.models), ("--exclude", args.exclude), ("--plugin", args.plugin),
-                         ("--remote-code", args.remote_code)):
-        for value in values:
-            words += [flag, value]
-    words += ["--shard", args.shard] if args.shard else []
-    words += ["--checks", args.checks, "--policies", args.policies]
-    words += ["--device", options.device, "--backend", options.backend, "--compile-policy", options.compile_policy]
-    words += ["--compile-encoders"] if options.compile_encoders else []
-    words += ["--build-per-policy"] if not options.shared_policy_build else []
-    words += ["--label", args.label] if args.label else []
-    words += ["--online"] if args.online else []
-    words += ["--jobs", str(args.jobs), "--timeout", f"{args.timeout:g}"]
-    if args.executor == "ray":
-        words += ["--executor", "ray"]
-        words += ["--ray-address", args.ray_address] if args.ray_address else []
-        words += ["--gpus-per-task", f"{args.gpus_per_task:g}"] if args.gpus_per_task else []
-    else:
-        words += ["--max-memory", args.max_memory]
-        words += ["--max-tasks-per-worker", str(args.max_tasks_per_worker)] if args.max_tasks_per_worker else []
-    return shlex.join(words)

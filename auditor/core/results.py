@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from auditor.core.errors import InputError
 from auditor.core.status import Status
 
 FORMAT_VERSION = 2
@@ -114,7 +115,7 @@ class RunInfo:
         return cls(**values)
 
 
-class ResultsFileError(ValueError):
+class ResultsFileError(InputError):
     """A results file that cannot be read: missing, malformed, or of another format version."""
 
 

@@ -12,17 +12,19 @@ from pathlib import Path
 from auditor.core.results import Run
 from auditor.report.diff import RunDiff
 from auditor.report.diff_render import render_diff_html, render_diff_markdown
+from auditor.report.junit import render_diff_junit, render_junit
+from auditor.report.markdown import render_summary
 from auditor.report.page import render_report
 from auditor.report.tables import csv_text, long_frame, matrix_frame
 
-REPORT_FILES = ("report.html", "results.csv", "matrix.csv")
+REPORT_FILES = ("report.html", "results.csv", "matrix.csv", "summary.md")
 DIFF_FILES = ("diff.md", "diff.html")
 
 
 def report_texts(runs: Sequence[Run]) -> dict[str, str]:
-    """File name -> content of the three report files."""
-    return dict(zip(REPORT_FILES, (render_report(runs), csv_text(long_frame(runs)), csv_text(matrix_frame(runs))),
-                    strict=True))
+    """File name -> content of the report files."""
+    return dict(zip(REPORT_FILES, (render_report(runs), csv_text(long_frame(runs)), csv_text(matrix_frame(runs)),
+                                   render_summary(runs)), strict=True))
 
 
 def diff_texts(diff: RunDiff) -> dict[str, str]:
@@ -30,8 +32,30 @@ def diff_texts(diff: RunDiff) -> dict[str, str]:
 
 
 def write_report(runs: Sequence[Run], outdir: Path) -> list[Path]:
-    """Write report.html, results.csv and matrix.csv of `runs` into `outdir`; OSError propagates."""
+    """Write report.html, results.csv, matrix.csv and summary.md of `runs` into `outdir`;
+    OSError propagates."""
     return _write(report_texts(runs), Path(outdir))
+
+
+def write_text(path: Path, text: str) -> Path:
+    """Write one rendered file (a JUnit XML, a Markdown summary) whole or not at all."""
+    path = Path(path)
+    return _write({path.name: text}, path.parent)[0]
+
+
+def write_junit(runs: Sequence[Run], path: Path) -> Path:
+    """The JUnit XML of `runs` (one testcase per cell) at `path`."""
+    return write_text(path, render_junit(runs))
+
+
+def write_diff_junit(diff: RunDiff, path: Path) -> Path:
+    """The JUnit XML of a diff (the regressions fail) at `path`."""
+    return write_text(path, render_diff_junit(diff))
+
+
+def write_summary(runs: Sequence[Run], path: Path) -> Path:
+    """The Markdown summary of `runs` at `path`."""
+    return write_text(path, render_summary(runs))
 
 
 def write_diff(diff: RunDiff, outdir: Path) -> list[Path]:

@@ -128,16 +128,13 @@ def test_cuda_reports_graph_breaks_like_the_cpu(tmp_path):
 
 def test_on_a_machine_with_cuda_the_default_backend_is_inductor(monkeypatch):
     """The CUDA branch of the option checks, with the one probe replaced (no GPU needed)."""
-    import argparse
-
-    from auditor.cli.sweep import _validated_device
+    from auditor.api.sweeps import validated_device
     from auditor.core import runinfo
 
     monkeypatch.setattr(runinfo, "cuda_problem", lambda: None)
-    args = argparse.Namespace(device="cuda", backend=None)
-    assert _validated_device(args, ("compile",)) == ("cuda", "inductor")
-    assert _validated_device(argparse.Namespace(device=None, backend=None), ("compile",)) == ("cpu", "aot_eager")
-    assert _validated_device(argparse.Namespace(device=None, backend=None), ("build",)) == ("meta", "aot_eager")
+    assert validated_device("cuda", None, ("compile",)) == ("cuda", "inductor")
+    assert validated_device(None, None, ("compile",)) == ("cpu", "aot_eager")
+    assert validated_device(None, None, ("build",)) == ("meta", "aot_eager")
 
 
 def test_the_header_names_the_gpu(monkeypatch):

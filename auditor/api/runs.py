@@ -1,0 +1,107 @@
+"""Reading runs, comparing them and rendering their reports: the API of `auditor report`,
+`auditor diff` and `auditor agree`. Paths may be results.jsonl files or run directories."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+from auditor.core.errors import InputError
+from auditor.core.results import Run
+from auditor.core.results import read_run as _read_run
+
+PathLike = str | os.PathLike
+
+
+def read_run(path: PathLike | Run) -> Run:
+    """The run in a results file or run directory. A file whose tail a killed sweep cut short is
+    read without it (`Run.damage` says what was left out); one that cannot be read at all is a
+    ResultsFileError (an InputError)."""
+    return path if isinstance(path, Run) else _read_run(Path(path))
+
+
+def read_runs(paths: Iterable[PathLike | Run]) -> list[Run]:
+    return [read_run(p) for p in paths]
+
+
+def diff(base: PathLike | Run, new: PathLike | Run, allow: PathLike | Iterable[str] | None = None):
+    """Compare two runs cell by cell: a `RunDiff` (its `blocking` regressions are what makes
+    `auditor diff` exit 1). `allow` is an allow-list file, or its entries."""
+    from auditor.report.diff import AllowList, AllowListError, diff_runs, parse_allow_list
+
+    allowed = AllowList()
+    if isinstance(allow, (str, os.PathLike)):
+        try:
+            allowed = parse_allow_list(Path(allow).read_text(encoding="utf-8"), str(allow))
+        except OSError as exc:
+            raise InputError(f"cannot read allow list {allow}: {exc.strerror or exc}") from None
+        except AllowListError as exc:
+            raise InputError(str(exc)) from None
+    elif allow is not None:
+        try:
+            allowed = parse_allow_list("\n".join(allow), "allow entries")
+        except AllowListError as exc:
+            raise InputError(str(exc)) from None
+    return diff_runs(read_run(base), read_run(new), allowed)
+
+
+def matrix(runs: Sequence[PathLike | Run]):
+    """The matrix of one or more runs (model types down, a column group per environment)."""
+    from auditor.report.matrix import build_matrix
+
+    return build_matrix(read_runs(runs))
+
+
+def findings(runs: Sequence[PathLike | Run]):
+    """One `Finding` per matrix column: what report.html and a finished sweep say first."""
+    from auditor.report.summary import findings as column_findings
+
+    return column_findings(matrix(runs))
+
+
+def write_report(runs: Sequence[PathLike | Run], outdir: PathLike) -> list[Path]:
+    """report.html, results.csv, matrix.csv and summary.md of the runs, merged, in `outdir`."""
+    from auditor.report import write_report as write
+
+    return _writing(write, read_runs(runs), outdir)
+
+
+def write_diff(difference, outdir: PathLike) -> list[Path]:
+    """diff.md and diff.html of a `RunDiff` in `outdir`."""
+    from auditor.report import write_diff as write
+
+    return _writing(write, difference, outdir)
+
+
+def render_summary(runs: Sequence[PathLike | Run]) -> str:
+    """The Markdown summary (for a pull request or $GITHUB_STEP_SUMMARY), under 65,536 characters."""
+    from auditor.report.markdown import render_summary as render
+
+    return render(read_runs(runs))
+
+
+def render_junit(runs_or_diff) -> str:
+    """JUnit XML: of runs (one testcase per cell), or of a `RunDiff` (the regressions fail)."""
+    from auditor.report.diff import RunDiff
+    from auditor.report.junit import render_diff_junit
+    from auditor.report.junit import render_junit as render
+
+    if isinstance(runs_or_diff, RunDiff):
+        return render_diff_junit(runs_or_diff)
+    return render(read_runs(runs_or_diff))
+
+
+def gate(runs: Sequence[PathLike | Run], fail_on: Iterable[str]):
+    """The cells that `--fail-on` rules match (`refused`, `decorate/*/legacy=refused`): a tuple
+    of `GateHit`, empty when the gate passes. Bad rules are an InputError."""
+    from auditor.report.gate import gate_hits, parse_fail_on
+
+    return gate_hits(matrix(runs), parse_fail_on(fail_on))
+
+
+def _writing(write, subject, outdir: PathLike) -> list[Path]:
+    try:
+        return write(subject, Path(outdir))
+    except OSError as exc:
+        raise InputError(f"cannot write to {outdir}: {exc.strerror or exc}") from None

@@ -1,0 +1,204 @@
+"""The Markdown summary: the few lines a person pastes into a pull request or appends to
+`$GITHUB_STEP_SUMMARY`. A pure renderer: runs in, text out.
+
+Its shape is the table maintainers write by hand for a decorator fix: one row per probe (a
+matrix column without its policy: `decorate/decoder`, `pickle/far-build:encoder:image`, ...),
+one column per policy (per environment and policy when runs are merged), cells such as
+`502 build, 1 refused (t5gemma2)`; the columns that have no policy in a second table; the long
+lists (which model types fail where, the most common failures) folded in `<details>`.
+
+It never exceeds `LIMIT` characters (GitHub's step-summary limit is 65,536), whatever the run:
+the tables are bounded by the number of columns, each cell by `CELL_STATUSES` and `NAMES`, and
+the folded lists stop, saying so, where the budget ends. Text from results (model type names,
+signatures) is escaped so that no markup, pipe or newline of theirs changes the document.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from auditor.core.results import Run
+from auditor.report.matrix import Matrix, build_matrix, column_order
+from auditor.report.statuses import is_ok, rank
+from auditor.report.summary import failure_groups
+
+LIMIT = 60_000  # characters; below GitHub's 65,536 with room for what a job appends
+NAMES = 3  # model types named in a table cell, when no more than this many have the status
+CELL_STATUSES = 6  # statuses spelled out in a table cell; the rest are summed
+NAME_WIDTH = 60  # characters of one name or signature in the text
+LIST_NAMES = 40  # model types listed per column and status in the details
+
+
+@dataclass(frozen=True)
+class _Probe:
+    probe: str
+    policy: str  # "" for a column without a policy
+
+
+def render_summary(runs: Sequence[Run], *, limit: int = LIMIT) -> str:
+    """The Markdown summary of one or more runs (merged as the report merges them)."""
+    matrix = build_matrix(runs)
+    policies = _policies(runs)
+    probes = {col.column: _split(col.column, policies) for col in matrix.columns}
+    head = "\n".join([*_heading(runs, matrix), "", *_policy_table(matrix, probes, policies), "",
+                      *_other_table(matrix, probes)]).rstrip() + "\n"
+    if len(head) > limit:  # only a run with absurdly many columns: keep what fits
+        return _cut(head, limit)
+    budget = limit - len(head)
+    folded = _details(matrix, budget)
+    return head + folded
+
+
+def _heading(runs: Sequence[Run], matrix: Matrix) -> list[str]:
+    types = len(matrix.rows)
+    columns = len({c.column for c in matrix.columns})
+    lines = [f"### auditor: {types} model type{'s' if types != 1 else ''}, {columns} column{'s' if columns != 1 else ''}"]
+    infos = list({run.info.environment: run.info for run in runs}.items())
+    if len(infos) == 1:
+        info = infos[0][1]
+        lines.append(f"Python {_esc(info.python)} · transformers {_esc(info.transformers)} · "
+                     f"torch {_esc(info.torch)} · device {_esc(info.device)} · {_esc(info.platform)}")
+    else:
+        lines += ["", "| environment | Python | transformers | torch | device | platform |", "|---|---|---|---|---|---|"]
+        lines += [f"| {_esc(env)} | {_esc(i.python)} | {_esc(i.transformers)} | {_esc(i.torch)} | "
+                  f"{_esc(i.device)} | {_esc(i.platform)} |" for env, i in infos]
+    failing = sum(1 for _, _, c in matrix.cells() if not is_ok(c.status) and not c.expected)
+    expected = sum(1 for _, _, c in matrix.cells() if not is_ok(c.status) and c.expected)
+    lines.append("")
+    lines.append(f"{len(matrix.cells())} cells: {failing} failing" +
+                 (f", {expected} failing as expected by design (by-reference pickle of remote code)" if expected else ""))
+    return lines
+
+
+def _policies(runs: Sequence[Run]) -> list[str]:
+    """The policies of the runs, in the order their sweeps named them (`--policies`)."""
+    named = [p for run in runs for p in run.info.experiment.get("policies", [])]
+    return list(dict.fromkeys([*named, *(r.policy for run in runs for r in run.results if r.policy)]))
+
+
+def _policy_table(matrix: Matrix, probes: dict[str, _Probe], policies: list[str]) -> list[str]:
+    with_policy = [col for col in matrix.columns if probes[col.column].policy]
+    if not with_policy:
+        return []
+    several = len(matrix.environments) > 1
+    order = {policy: i for i, policy in enumerate(policies)}
+    heads = sorted(dict.fromkeys((col.environment, probes[col.column].policy) for col in with_policy),
+                   key=lambda head: (matrix.environments.index(head[0]), order[head[1]]))
+    rows = sorted({probes[col.column].probe for col in with_policy}, key=column_order)
+    cells = _cell_texts(matrix)
+    index = {(col.environment, probes[col.column].probe, probes[col.column].policy): col for col in with_policy}
+    titles = [f"{_esc(policy)} ({_esc(env)})" if several else _esc(policy) for env, policy in heads]
+    lines = ["| probe | " + " | ".join(titles) + " |", "|---|" + "---|" * len(heads)]
+    for probe in rows:
+        texts = [cells.get(index.get((env, probe, policy)), "-") for env, policy in heads]
+        lines.append(f"| {_esc(probe)} | " + " | ".join(texts) + " |")
+    return lines
+
+
+def _other_table(matrix: Matrix, probes: dict[str, _Probe]) -> list[str]:
+    plain = [col for col in matrix.columns if not probes[col.column].policy]
+    if not plain:
+        return []
+    environments = list(dict.fromkeys(col.environment for col in plain))
+    cells = _cell_texts(matrix)
+    index = {(col.environment, col.column): col for col in plain}
+    names = sorted({col.column for col in plain}, key=column_order)
+    titles = [_esc(env) for env in environments] if len(environments) > 1 else ["result"]
+    lines = ["| column | " + " | ".join(titles) + " |", "|---|" + "---|" * len(titles)]
+    for name in names:
+        texts = [cells.get(index.get((env, name)), "-") for env in environments]
+        lines.append(f"| {_esc(name)} | " + " | ".join(texts) + " |")
+    return lines
+
+
+def _cell_texts(matrix: Matrix) -> dict:
+    """Column -> `502 build, 1 refused (t5gemma2), 35 error`."""
+    by_column: dict = {}
+    for model_type, col, cell in matrix.cells():
+        status = f"{cell.status} (expected by design)" if cell.expected and not is_ok(cell.status) else cell.status
+        by_column.setdefault(col, {}).setdefault(status, []).append(model_type)
+    texts = {}
+    for col, statuses in by_column.items():
+        ordered = sorted(statuses.items(), key=lambda kv: (not is_ok(kv[0]), -len(kv[1]), rank(kv[0])))
+        parts = []
+        for status, types in ordered[:CELL_STATUSES]:
+            named = f" ({', '.join(_esc(t) for t in sorted(types))})" if len(types) <= NAMES and not is_ok(status) else ""
+            parts.append(f"{len(types)} {_esc(status)}{named}")
+        rest = ordered[CELL_STATUSES:]
+        if rest:
+            parts.append(f"{sum(len(t) for _, t in rest)} in {len(rest)} other status{'es' if len(rest) > 1 else ''}")
+        texts[col] = ", ".join(parts)
+    return texts
+
+
+def _details(matrix: Matrix, budget: int) -> str:
+    """The folded lists, as many of their items as fit in `budget` characters."""
+    out: list[str] = []
+    used = 0
+
+    def section(summary: str, items: list[str], intro: str = "") -> None:
+        nonlocal used
+        start, end = f"\n<details><summary>{summary}</summary>\n\n{intro}", "\n</details>\n"
+        room = budget - used - len(start) - len(end) - 120
+        if room <= 0:
+            return
+        body, dropped = [], 0
+        for item in items:
+            if len(item) + 1 > room:
+                dropped = len(items) - len(body)
+                break
+            body.append(item)
+            room -= len(item) + 1
+        if dropped:
+            body.append(f"\n... {dropped} more not shown (the summary stays under {LIMIT:,} characters); "
+                        "report.html and matrix.csv have them all.")
+        text = start + "\n".join(body) + end
+        out.append(text)
+        used += len(text)
+
+    failing: dict = {}
+    for model_type, col, cell in matrix.cells():
+        if not is_ok(cell.status) and not cell.expected:
+            failing.setdefault((col, cell.status), []).append(model_type)
+    items = []
+    several = len(matrix.environments) > 1
+    for (col, status), types in sorted(failing.items(), key=lambda kv: (column_order(kv[0][0].column), rank(kv[0][1]))):
+        where = f"{_esc(col.column)} ({_esc(col.environment)})" if several else _esc(col.column)
+        shown = ", ".join(_esc(t) for t in sorted(types)[:LIST_NAMES])
+        more = f" and {len(types) - LIST_NAMES} more" if len(types) > LIST_NAMES else ""
+        items.append(f"- **{where}** · {_esc(status)} ({len(types)}): {shown}{more}")
+    if items:
+        section(f"Failing model types per column ({sum(len(t) for t in failing.values())} cells)", items)
+    groups = failure_groups(matrix, limit=None)
+    rows = [f"| {g.count} | {_esc(g.signature)} | {_esc(', '.join(g.statuses))} | "
+            f"{_esc(', '.join(g.model_types[:5]))}{' ...' if len(g.model_types) > 5 else ''} |" for g in groups]
+    if rows:
+        section(f"Most common failures ({len(groups)} signatures)", rows,
+                "| cells | signature | statuses | model types |\n|---|---|---|---|\n")
+    return "".join(out)
+
+
+def _split(column: str, policies: list[str]) -> _Probe:
+    probe, _, last = column.rpartition("/")
+    return _Probe(probe, last) if probe and last in policies else _Probe(column, "")
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]+")
+_SAFE = {"&": "&amp;", "<": "&lt;", ">": "&gt;", "|": "&#124;", "`": "&#96;", "*": "\\*", "_": "\\_",
+         "[": "\\[", "]": "\\]", "#": "&#35;"}
+_MARKUP = re.compile("|".join(re.escape(c) for c in _SAFE))
+
+
+def _esc(text: str, width: int = NAME_WIDTH) -> str:
+    """`text` as inert Markdown inside a table cell: one line, no markup, bounded."""
+    text = _CONTROL.sub(" ", str(text)).strip()
+    if len(text) > width:
+        text = text[:width - 1] + "…"
+    return _MARKUP.sub(lambda m: _SAFE[m.group()], text)  # one pass: no escape is escaped again
+
+
+def _cut(text: str, limit: int) -> str:
+    note = "\n\n... cut to stay under the step-summary limit; report.html has everything.\n"
+    return text[:limit - len(note)].rsplit("\n", 1)[0] + note
