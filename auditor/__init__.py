@@ -11,9 +11,9 @@ __version__ = "0.1.0"
 
 
 def __getattr__(name: str):
-    if name.startswith("__"):
-        raise AttributeError(name)
-    from auditor import api
+    if name.startswith("__") or name == "api":  # `api` is the submodule itself, imported below
+        raise AttributeError(f"module 'auditor' has no attribute {name!r}")
+    import auditor.api as api  # a plain import: `from auditor import api` would come back here
 
     if name in api.__all__:
         return getattr(api, name)
@@ -21,6 +21,6 @@ def __getattr__(name: str):
 
 
 def __dir__() -> list[str]:
-    from auditor import api
+    import auditor.api as api
 
     return sorted([*globals(), *api.__all__])
