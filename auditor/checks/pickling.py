@@ -238,9 +238,9 @@ def _forget(remote) -> None:
 
 
 def _components(context: CaseContext) -> list[str]:
-    from auditor.models.components import find_components
+    from auditor.decorators.verdicts import component_names
 
-    return [component.name for component in find_components(context.model()).items]
+    return component_names(context.model())
 
 
 def _far_rows(case: ModelCase, components: Sequence[str], policies: Sequence[str], failure: Failure) -> Iterator[Result]:

@@ -1,9 +1,12 @@
 """The classes a serving engine decorates, chosen the way vLLM's Transformers backend does.
 
-The decoder is `type(model.get_decoder())`. Encoders are the distinct classes of
-`model.get_encoder(modality=m)` for image, video and audio, leaving out None, errors and
-the model's own class. Transformers versions whose `get_encoder` has no `modality`
-give the decoder only, and say so.
+The decoder is `type(model.get_decoder())` (vLLM 0.33.0, transformers/base.py:253).
+`vllm_encoders` is vLLM's own encoder lookup (transformers/multimodal.py:857-869): multimodal
+configs only, `type(model.get_encoder(modality=m))` for image, video and audio, catching only
+TypeError and ValueError, leaving out only the model's own class. `find_components` is the
+compile check's looser lookup: every config, any error caught, None left out, one component
+per distinct class. Transformers versions whose `get_encoder` has no `modality` give the
+decoder only, and say so.
 """
 
 from __future__ import annotations
@@ -28,6 +31,30 @@ class Component:
 class Components:
     items: tuple[Component, ...]
     note: str = ""  # why encoders are missing, when the transformers version cannot tell
+
+
+def is_multimodal(config) -> bool:
+    """vLLM's test: `hf_config is not hf_text_config` (config/model.py:1134)."""
+    return config.get_text_config() is not config
+
+
+def vllm_encoders(model) -> dict[str, type] | None:
+    """Modality -> encoder class as vLLM finds them, or None for a config that is not
+    multimodal (vLLM's text-only classes look for none). Exceptions other than TypeError and
+    ValueError propagate: in vLLM they stop the model."""
+    if not is_multimodal(model.config):
+        return None
+    if "modality" not in inspect.signature(model.get_encoder).parameters:
+        return {}
+    encoders: dict[str, type] = {}
+    for modality in MODALITIES:  # multimodal.py:66, _MODALITY_TO_TOKEN_TYPE_ID's order
+        try:
+            cls = type(model.get_encoder(modality=modality))
+        except (TypeError, ValueError):
+            continue
+        if cls is not type(model):
+            encoders[modality] = cls
+    return encoders
 
 
 def find_components(model) -> Components:

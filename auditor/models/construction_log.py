@@ -32,6 +32,9 @@ class Call:
 @dataclass
 class Recording:
     calls: dict[type, list[Call]] = field(default_factory=dict)
+    # Every call of every class, in the order the build made them: where a build with several
+    # classes decorated at once stops first (the joint encoder cell).
+    order: list[Call] = field(default_factory=list)
 
 
 @contextlib.contextmanager
@@ -48,7 +51,7 @@ def recording(classes: Sequence[type]) -> Iterator[Recording]:
     saved = {cls: cls.__dict__.get("__init__") for cls in classes}
     try:
         for cls in classes:
-            _wrap(cls, record.calls[cls])
+            _wrap(cls, record.calls[cls], record.order)
         yield record
     finally:
         for cls, original in saved.items():
@@ -58,12 +61,14 @@ def recording(classes: Sequence[type]) -> Iterator[Recording]:
                 cls.__init__ = original
 
 
-def _wrap(cls: type, calls: list[Call]) -> None:
+def _wrap(cls: type, calls: list[Call], order: list[Call]) -> None:
     old_init = cls.__init__
     signature = inspect.signature(old_init)
 
     def __init__(self, *args, **kwargs):
-        calls.append(Call(self, signature, args))
+        call = Call(self, signature, args)
+        calls.append(call)
+        order.append(call)
         old_init(self, *args, **kwargs)
 
     cls.__init__ = __init__
@@ -103,7 +108,9 @@ class ConstructionLog:
         for module, args in self.entries:
             cls = type(module)
             if cls in record.calls:
-                record.calls[cls].append(Call(module, signatures[cls], args))
+                call = Call(module, signatures[cls], args)
+                record.calls[cls].append(call)
+                record.order.append(call)
                 continue
             if cls not in subclass_of_wanted:
                 subclass_of_wanted[cls] = any(issubclass(cls, base) for base in wanted)

@@ -161,3 +161,42 @@ def test_the_emulation_agrees_with_vllms_own_functions(tmp_path):
     proc = run_auditor("agree", str(out), "--policies", "legacy,vllm")
     assert proc.returncode == 0, proc.stdout
     assert "0 disagree" in proc.stdout
+
+
+# -- the joint encoder cell of the decorate check (vLLM's compile_mm_encoder) -----------------------
+
+def _decorate_rows(model_type, policies=("legacy", "fixed")):
+    from auditor.checks import get
+    from auditor.checks.interface import CaseContext, Options
+    from auditor.models.cases import ModelCase
+
+    case = ModelCase(model_type)
+    rows = get("decorate").run(case, CaseContext(case, Options(policies=policies, checks=("decorate",))))
+    return {(r.component, r.policy): r for r in rows}
+
+
+def test_the_joint_cell_decorates_decoder_and_encoders_together():
+    rows = _decorate_rows("qwen2_vl")
+    assert set(rows) == {(c, p) for c in ("decoder", "decoder+encoders") for p in ("legacy", "fixed")}
+    joint = rows[("decoder+encoders", "fixed")]
+    assert joint.status is Status.BUILD
+    assert joint.extras["class"].startswith("Qwen2VLTextModel + image: ")
+
+
+def test_in_the_joint_cell_the_first_refusal_of_the_build_wins():
+    if "t5gemma2" not in known(["t5gemma2"]):
+        pytest.skip("this transformers has no t5gemma2")
+    rows = _decorate_rows("t5gemma2")
+    # The encoder is built before the decoder, so its refusal is the one vLLM would raise.
+    assert rows[("decoder", "legacy")].message.startswith("TypeError: 'T5Gemma2Decoder.__init__'")
+    assert rows[("decoder+encoders", "legacy")].message.startswith("TypeError: 'T5Gemma2Encoder.__init__'")
+    assert rows[("decoder+encoders", "fixed")].status is Status.BUILD
+
+
+def test_a_multimodal_config_without_encoders_gets_vllms_error():
+    import tests.plugins.backend_models  # noqa: F401
+    from auditor.decorators.verdicts import NO_ENCODERS
+
+    row = _decorate_rows("auditor_no_encoder")[("decoder+encoders", "fixed")]
+    assert row.status is Status.DECORATE_ERROR
+    assert row.message == NO_ENCODERS

@@ -64,8 +64,8 @@ def test_far_build_of_llama_refuses_only_without_the_config_exemption(receiver):
 
 def test_far_build_of_a_multimodal_type_covers_its_encoder(receiver):
     verdicts = _verdicts(receiver.far_build(dumps_by_value(Parcel(twin_of("qwen2_vl"))), POLICIES))
-    assert {component for component, _ in verdicts} == {"decoder", "encoder:image+video"}
-    assert verdicts[("decoder", "fixed")] == verdicts[("encoder:image+video", "fixed")] == "build"
+    assert {component for component, _ in verdicts} == {"decoder", "decoder+encoders"}
+    assert verdicts[("decoder", "fixed")] == verdicts[("decoder+encoders", "fixed")] == "build"
     assert verdicts[("decoder", "fixed-no-config-skip")] == "refused"
 
 

@@ -48,7 +48,7 @@ def test_the_expected_columns_for_builtin_types(pickle_run):
         assert "_hyphen_3_dot_5_hyphen_Twin." in row("by-value-remote").extras["class"]
         assert row("far-build:decoder", "fixed").status.value == "build"
         assert row("far-build:decoder", "fixed-no-config-skip").status.value == "refused"
-    assert pickle_run[("qwen2_vl", "far-build:encoder:image+video", "fixed")].status.value == "build"
+    assert pickle_run[("qwen2_vl", "far-build:decoder+encoders", "fixed")].status.value == "build"
 
 
 def test_a_receiver_that_died_is_a_crash_row_and_the_sweep_goes_on(pickle_run):

@@ -3,6 +3,7 @@ AutoConfig/AutoModel.register. Each type's name says which gate of vLLM's Transf
 it fails; tests build them in-process and call the gates directly (a registered type has no
 architecture vLLM can resolve, so a sweep stops it at the registry gate)."""
 
+import torch
 from torch import nn
 from transformers import AutoConfig, AutoModel, PreTrainedConfig, PreTrainedModel
 from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
@@ -81,3 +82,34 @@ _register("auditor_backend_no_attention", _no_attention)
 # backend/pp-plan: "Could not find `ModuleList` ..." (no layer list at all)
 _register("auditor_backend_no_list", lambda self, config: setattr(self, "proj", nn.Linear(8, 8)))
 
+
+
+# A multimodal config (its text config is a sub-config) whose model names no encoder: under
+# compile_mm_encoder vLLM raises "Unable to infer any encoder classes from the model...".
+class AuditorNoEncoderConfig(PreTrainedConfig):
+    model_type = "auditor_no_encoder"
+    sub_configs = {"text_config": _Config}
+
+    def __init__(self, text_config=None, **kwargs):
+        self.text_config = text_config if isinstance(text_config, _Config) else _Config(**(text_config or {}))
+        super().__init__(**kwargs)
+
+
+class AuditorNoEncoderModel(PreTrainedModel):
+    config_class = AuditorNoEncoderConfig
+
+    def __init__(self, config):
+        super().__init__(config)
+        self.embed_tokens = nn.Embedding(16, 8)
+        self.post_init()
+
+    def get_encoder(self, modality=None):
+        return self
+
+    def forward(self, input_ids: torch.Tensor = None, inputs_embeds: torch.Tensor = None,
+                position_ids: torch.Tensor = None):
+        return self.embed_tokens(input_ids)
+
+
+AutoConfig.register("auditor_no_encoder", AuditorNoEncoderConfig)
+AutoModel.register(AuditorNoEncoderConfig, AuditorNoEncoderModel)
