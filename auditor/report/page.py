@@ -11,7 +11,7 @@ from auditor.report.charts import horizontal_bars
 from auditor.report.matrix import build_matrix, run_name
 from auditor.report.shards import shard_coverage
 from auditor.report.statuses import legend
-from auditor.report.summary import Counts, column_summaries, environment_counts, failure_groups, findings
+from auditor.report.summary import Counts, column_summaries, environment_counts, failure_groups, findings, unreachable
 
 FAILURES_SHOWN = 30
 
@@ -48,6 +48,8 @@ def render_report(runs: Sequence[Run], title: str = "Model sweep report") -> str
         status_totals=dict(Counts.of(c.status for _, _, c in cells).items),
         summaries=column_summaries(matrix),
         findings=findings(matrix),
+        unreachable=unreachable(matrix),
+        unreachable_types=sorted({model_type for _, model_type in unreachable(matrix)}),
         env_chart=horizontal_bars(environment_counts(matrix), "Status counts per environment"),
         failures=all_failures[:FAILURES_SHOWN],
         more_failures=max(0, len(all_failures) - FAILURES_SHOWN),

@@ -132,3 +132,24 @@ def failure_groups(matrix: Matrix, limit: int | None = 30) -> tuple[FailureGroup
     ]
     groups.sort(key=lambda g: (-g.count, g.signature))
     return tuple(groups[:limit] if limit is not None else groups)
+
+
+# The backend check's gates whose failure means vLLM never serves the type (its rows are
+# `backend/<gate>`; the pipeline-parallel plan and the version floors stop nothing).
+_STOPPING_GATES = ("backend/registry", "backend/build", "backend/enable-if", "backend/tp-plan", "backend/attention")
+
+
+def unreachable(matrix: Matrix) -> dict[tuple[str, str], str]:
+    """(environment, model type) -> the backend gate that stops vLLM's Transformers backend for
+    it, as "column: status". The decorate cells of those types are verdicts no vLLM user can
+    reach; the report keeps them and marks them."""
+    found: dict[tuple[str, str], str] = {}
+    columns = matrix.columns
+    for row in matrix.rows:
+        for column, cell in zip(columns, row.cells, strict=True):
+            key = (column.environment, row.model_type)
+            if cell is None or key in found or column.column not in _STOPPING_GATES:
+                continue
+            if not is_ok(cell.status) and cell.status != "skipped":
+                found[key] = f"{column.column}: {cell.status}"
+    return found

@@ -1,0 +1,39 @@
+"""The report marks the decorate cells of model types that a backend gate stops (kept, not hidden)."""
+
+from auditor.core.results import read_run
+from auditor.report.matrix import build_matrix
+from auditor.report.page import render_report
+from auditor.report.summary import unreachable
+from tests.report.helpers import result, write_run
+
+
+def _run(tmp_path):
+    rows = [
+        result("llama", "build", check="decorate", component="decoder", policy="legacy"),
+        result("llama", "build", check="backend", component="registry"),
+        result("llama", "build", check="backend", component="attention"),
+        result("bloom", "build", check="decorate", component="decoder", policy="legacy"),
+        result("bloom", "unsupported", check="backend", component="registry"),
+        result("bloom", "skipped", check="backend", component="attention"),
+        result("jamba", "build", check="decorate", component="decoder", policy="legacy"),
+        result("jamba", "build", check="backend", component="registry"),
+        result("jamba", "unsupported", check="backend", component="attention"),
+        # The pipeline-parallel plan only matters with several stages: it stops nothing.
+        result("gpt2", "build", check="decorate", component="decoder", policy="legacy"),
+        result("gpt2", "unsupported", check="backend", component="pp-plan"),
+    ]
+    return read_run(write_run(tmp_path / "run", rows))
+
+
+def test_the_types_a_stopping_gate_fails_are_unreachable(tmp_path):
+    found = unreachable(build_matrix([_run(tmp_path)]))
+    assert {model_type: why for (_, model_type), why in found.items()} == {
+        "bloom": "backend/registry: unsupported", "jamba": "backend/attention: unsupported"}
+
+
+def test_the_page_keeps_their_decorate_cells_and_marks_them(tmp_path):
+    page = render_report([_run(tmp_path)])
+    assert "2 model types fail a gate of vLLM's Transformers modeling backend" in page
+    assert page.count("unreachable through vLLM's Transformers backend (backend/registry: unsupported)") == 1
+    assert page.count("unreachable through vLLM's Transformers backend (backend/attention: unsupported)") == 1
+    assert page.count(" unr\"") == 2
