@@ -88,6 +88,17 @@ def _passed(outcome) -> bool:
     return not isinstance(outcome, Failure) and outcome[0].ok
 
 
+def _safely(gate, *args) -> tuple[Status, str, dict]:
+    """A gate's outcome; what vLLM's own step would raise on this model (an attribute its plan
+    names but the model lacks, say) stops vLLM there just the same."""
+    from auditor.core.status import message_of
+
+    try:
+        return verdict_outcome(gate(*args))
+    except Exception as exc:
+        return Status.UNSUPPORTED, message_of(exc), {}
+
+
 def verdict_outcome(verdict) -> tuple[Status, str, dict]:
     return (Status.BUILD if verdict.ok else Status.UNSUPPORTED), verdict.message, dict(verdict.extras)
 
@@ -123,10 +134,10 @@ def emulated_gates(case: ModelCase, context: CaseContext, config):
         how = "built again under vLLM's settings" if own_build else "the plain meta build stands in for it"
         yield "build", (Status.BUILD, type(model).__name__, {"model_class": type(model).__name__, "own_build": own_build,
                                                               "note": how})
-        yield "enable-if", verdict_outcome(gates.enable_if_gate(vllm_config))
-        yield "pp-plan", verdict_outcome(gates.pp_plan_gate(model))
-        yield "tp-plan", verdict_outcome(gates.tp_plan_gate(model))
-        yield "attention", verdict_outcome(gates.attention_gate(model, vllm_config))
+        yield "enable-if", _safely(gates.enable_if_gate, vllm_config)
+        yield "pp-plan", _safely(gates.pp_plan_gate, model)
+        yield "tp-plan", _safely(gates.tp_plan_gate, model)
+        yield "attention", _safely(gates.attention_gate, model, vllm_config)
     yield "version:video", _floor(gates.has_video_processor(case.model_type) and gates.is_multimodal(config),
                                   "video inputs", gates.VIDEO_FLOOR, transformers.__version__, "no video processor")
     yield "version:mtp", _floor(gates.has_mtp(config), "MTP", gates.MTP_FLOOR, transformers.__version__,

@@ -212,7 +212,7 @@ def _plain(exc: BaseException) -> Failure:
 def _plain_status(exc: BaseException) -> Status:
     name = type(exc).__name__
     text = f"{name}: {exc}".lower()
-    if name in _OOM_TYPES or "out of memory" in text:
+    if name in _OOM_TYPES or "out of memory" in text or "can't allocate memory" in text:
         return Status.OOM
     if name in _HUB_TYPES or any(marker in text for marker in _HUB_MARKERS):
         return Status.NEEDS_HUB

@@ -115,7 +115,17 @@ def num_experts(config) -> int:
 def registry_gate(config, model_type: str, model_cls: type | None = None) -> Verdict:
     """registry.py:1285-1353 (`_try_resolve_transformers`, model_impl="transformers"), then
     whether the backend class it names exists (registry.py:1354-1361, 1418). `model_cls`: the
-    class `auto_map`'s AutoModel entry loads, for remote code."""
+    class `auto_map`'s AutoModel entry loads, for remote code. What the config raises while
+    vLLM reads it (a heterogeneous config's per-layer attribute) stops vLLM there too."""
+    from auditor.core.status import message_of
+
+    try:
+        return _registry_gate(config, model_type, model_cls)
+    except Exception as exc:
+        return Verdict(False, message_of(exc))
+
+
+def _registry_gate(config, model_type: str, model_cls: type | None) -> Verdict:
     import transformers
 
     arch = architecture(config, model_type)
