@@ -47,9 +47,10 @@ class BackendCheck(Check):
             return
         yield from self._rows(case, context, emulated_gates(case, context, config), policy="")
         if "vllm" in context.options.policies:
-            from auditor.models.vllm_gates import vllm_gates
+            from auditor.models.vllm_gates import VLLM_FUNCTIONS
 
-            yield from self._rows(case, context, vllm_gates(case, context, config), policy="vllm")
+            yield from self._rows(case, context, emulated_gates(case, context, config, VLLM_FUNCTIONS),
+                                  policy="vllm")
 
     def _rows(self, case: ModelCase, context: CaseContext, gates, policy: str) -> Iterator[Result]:
         stopped = ""
@@ -103,12 +104,19 @@ def verdict_outcome(verdict) -> tuple[Status, str, dict]:
     return (Status.BUILD if verdict.ok else Status.UNSUPPORTED), verdict.message, dict(verdict.extras)
 
 
-def emulated_gates(case: ModelCase, context: CaseContext, config):
+def emulated_gates(case: ModelCase, context: CaseContext, config, functions=None):
     """(gate, outcome) in vLLM's order; an outcome is (status, message, extras) or a Failure.
-    Stops after a stopping gate fails (the caller fills in the rest as not reached)."""
+    Stops after a stopping gate fails (the caller fills in the rest as not reached).
+    `functions`: gate functions that replace the emulation's (vLLM's own, for the vllm rows)."""
+    import types
+
     import transformers
 
-    from auditor.models import backend_gates as gates
+    from auditor.models import backend_gates
+
+    gates = types.SimpleNamespace(**{name: getattr(backend_gates, name) for name in dir(backend_gates)
+                                     if not name.startswith("__")})
+    gates.__dict__.update(vars(functions) if functions is not None else {})
     from auditor.models.vllm_build import build_like_vllm, needs_own_build, patched_in_place
 
     model_cls = None
@@ -138,15 +146,13 @@ def emulated_gates(case: ModelCase, context: CaseContext, config):
         yield "pp-plan", _safely(gates.pp_plan_gate, model)
         yield "tp-plan", _safely(gates.tp_plan_gate, model)
         yield "attention", _safely(gates.attention_gate, model, vllm_config)
-    yield "version:video", _floor(gates.has_video_processor(case.model_type) and gates.is_multimodal(config),
+    yield "version:video", _floor(gates.version_gate, gates.has_video_processor(case.model_type) and gates.is_multimodal(config),
                                   "video inputs", gates.VIDEO_FLOOR, transformers.__version__, "no video processor")
-    yield "version:mtp", _floor(gates.has_mtp(config), "MTP", gates.MTP_FLOOR, transformers.__version__,
+    yield "version:mtp", _floor(gates.version_gate, gates.has_mtp(config), "MTP", gates.MTP_FLOOR, transformers.__version__,
                                 "the config sets no num_mtp_layers")
 
 
-def _floor(applies: bool, feature: str, floor: str, installed: str, why_not: str):
-    from auditor.models.backend_gates import version_gate
-
+def _floor(version_gate, applies: bool, feature: str, floor: str, installed: str, why_not: str):
     if not applies:
         return Failure.because(Status.SKIPPED, f"does not apply: {why_not}")
     return verdict_outcome(version_gate(feature, floor, installed))

@@ -1,0 +1,140 @@
+"""The backend check's gates computed by vLLM's own functions (needs vLLM; the `vllm` policy).
+
+Where vLLM's function can be called on its own it is: the registry's
+`_try_resolve_transformers` and `ModelConfig._get_transformers_backend_cls` (on a stand-in
+ModelConfig carrying only what they read), vLLM's text-config and experts helpers, its registry
+of backend classes, `can_enable_torch_compile`, `AttentionFuser.match/validate/layer_index`,
+`replace_linear_class`'s style check through vLLM's own error, and `Base.check_version`.
+What needs a whole `Base` (a distributed group, a VllmConfig, a GPU) is not called: the walk
+over the modules and the pipeline-parallel split are the emulation's (auditor.models.backend_gates),
+with vLLM's pieces plugged in. The build is the emulation's too (vLLM's build needs its engine).
+"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from auditor.core.status import message_of
+
+
+def _verdict(ok: bool, message: str = "", extras: dict | None = None):
+    from auditor.models.backend_gates import Verdict
+
+    return Verdict(ok, message, extras or {})
+
+
+def registry_gate(config, model_type: str, model_cls: type | None = None):
+    from vllm.config.model import ModelConfig
+    from vllm.model_executor.models.registry import ModelRegistry
+    from vllm.transformers_utils.config import get_hf_text_config
+    from vllm.transformers_utils.model_arch_config_convertor import ModelArchConfigConvertorBase
+
+    from auditor.models.backend_gates import architecture
+
+    arch = architecture(config, model_type)
+    if not arch:
+        return _verdict(False, "ValueError: No model architectures are specified")
+    extras = {"architecture": arch}
+    try:
+        text = get_hf_text_config(config)
+        experts = ModelArchConfigConvertorBase(config, text).get_num_experts()
+        stand_in = SimpleNamespace(hf_config=config, hf_text_config=text, is_moe=experts > 0,
+                                   architectures=[arch], runner="auto", model="", revision=None,
+                                   code_revision=None, trust_remote_code=False, model_impl="transformers")
+        stand_in._get_transformers_backend_cls = ModelConfig._get_transformers_backend_cls.__get__(stand_in)
+        name = ModelRegistry._try_resolve_transformers(arch, stand_in)
+    except Exception as exc:
+        return _verdict(False, message_of(exc), extras)
+    module = __import__("transformers").__dict__.get(arch) or model_cls
+    if module is not None:
+        extras["model_class"] = module.__name__
+    exists = name in ModelRegistry.models
+    extras.update(backend_class=name, backend_class_exists=exists)
+    if not exists:
+        return _verdict(False, f"ValueError: Model architectures [{arch!r}] are not supported for now "
+                               f"(vLLM has no Transformers backend class {name})", extras)
+    return _verdict(True, name, extras)
+
+
+def enable_if_gate(config):
+    from vllm.model_executor.models.transformers.utils import can_enable_torch_compile
+
+    text = config.get_text_config()
+    model_config = SimpleNamespace(hf_config=config, max_model_len=getattr(text, "max_position_embeddings", None) or 0)
+    try:
+        enabled = can_enable_torch_compile(SimpleNamespace(model_config=model_config))
+    except Exception as exc:
+        return _verdict(False, message_of(exc))
+    return _verdict(True, "compile enabled" if enabled else "compile disabled (dynamic rope)",
+                    {"compile_enabled": bool(enabled)})
+
+
+def tp_plan_gate(model):
+    import regex as re
+    import torch.nn as nn
+    from vllm.model_executor.models.transformers.utils import replace_linear_class
+
+    from auditor.models.backend_gates import _tp_pass, _walk, vocab_embeddings
+
+    plan = {f"model.{k}" if k else "model": v for k, v in (model.tp_plan or {}).items()}
+    try:
+        embeddings = vocab_embeddings(model, model.config)
+    except Exception as exc:
+        return _verdict(False, message_of(exc), {"where": "Base._vocab_embeddings"})
+    if all(isinstance(style, str) for style in plan.values()):
+        return _tp_pass(plan)
+    for qual, child in _walk(model, embeddings):
+        if isinstance(child, nn.Linear):
+            pattern = next((p for p in plan if re.match(p, qual)), None)
+            style = plan.get(pattern, "replicate")
+            if not isinstance(style, str):
+                try:  # vLLM's own check raises before it builds anything
+                    replace_linear_class(child, style, None, prefix=qual)
+                except ValueError as exc:
+                    return _verdict(False, message_of(exc), {"module": qual})
+    return _tp_pass(plan)
+
+
+def attention_gate(model, vllm_config):
+    from vllm.model_executor.models.transformers.fusers.attention import AttentionFuser
+
+    from auditor.models.backend_gates import _walk, vocab_embeddings
+
+    found: dict[int, str] = {}
+    for qual, child in _walk(model, vocab_embeddings(model, vllm_config)):
+        fuser = AttentionFuser.match(None, child)
+        if fuser is None or not fuser.validate(child, None):
+            continue
+        index = fuser.layer_index(child)
+        if index is None:
+            continue
+        if index in found:
+            return _verdict(False, f"ValueError: Layer {index} dispatches attention from more than one module "
+                                   f"({found[index]} and {qual}), which one vLLM attention layer cannot serve.",
+                            {"layer": index})
+        found[index] = qual
+    text = vllm_config.get_text_config()
+    layer_types = getattr(text, "layer_types", None)
+    n_layers = getattr(text, "num_hidden_layers", 0) or 0
+    for i in range(n_layers):
+        if i not in found:
+            layer = f"{i} ({layer_types[i]})" if layer_types and i < len(layer_types) else str(i)
+            return _verdict(False, f"ValueError: Layer {layer} does not dispatch through the Transformers attention "
+                                   "interface and vLLM has no other way to handle it.",
+                            {"layer": i, "layers_dispatching": len(found)})
+    return _verdict(True, f"{n_layers} layers dispatch", {"layers_dispatching": len(found)})
+
+
+def version_gate(feature: str, floor: str, installed: str):
+    from vllm.model_executor.models.transformers.base import Base
+
+    try:
+        Base.check_version(floor, feature)  # reads transformers.__version__ itself
+    except ImportError as exc:
+        return _verdict(False, message_of(exc))
+    return _verdict(True, f"transformers {installed} >= {floor}")
+
+
+VLLM_FUNCTIONS = SimpleNamespace(registry_gate=registry_gate, enable_if_gate=enable_if_gate,
+                                 tp_plan_gate=tp_plan_gate, attention_gate=attention_gate,
+                                 version_gate=version_gate)
