@@ -125,12 +125,15 @@ def upgrade_check(session: nox.Session, side: str) -> None:
 
 @nox.session(python=MAIN_PYTHON, reuse_venv=True)
 def vllm(session: nox.Session) -> None:
-    """The sweep under vLLM's own decorator next to the legacy copy, into reports/<run-id>/vllm/."""
+    """The sweep under vLLM's own decorator next to the legacy copy, and the backend check's gates
+    by vLLM's own functions next to the emulation, into reports/<run-id>/vllm/; then `auditor
+    agree` over every type (fails on any disagreement)."""
     # vLLM pins its own torch (a CUDA build), so torch is not installed first here.
     session.install("--upgrade", "-e", ".[vllm]")
     out = REPORTS / _run_id() / "vllm"
-    session.run("auditor", "sweep", "--checks", "build,decorate", "--policies", "legacy,vllm",
+    session.run("auditor", "sweep", "--checks", "build,decorate,backend", "--policies", "legacy,vllm",
                 "-o", str(out), "--overwrite", "--label", "vllm", *session.posargs)
+    session.run("auditor", "agree", str(out), "--policies", "legacy,vllm")
 
 
 @nox.session(python=MAIN_PYTHON)

@@ -32,6 +32,8 @@ VLLM_MLA_ATTN_IMPL = "vllm_mla"  # fusers/attention.py:24
 # transformers' own files that read `_attn_implementation` for every model while building
 # (its checks and dispatch set-up): the name they read is accepted once vLLM registered it.
 _GENERIC = ("configuration_utils.py", "modeling_utils.py")
+# transformers' own files that copy the config for every model (from_config's copy).
+_COPIERS = ("configuration_utils.py", "modeling_utils.py", "auto_factory.py")
 # Frames that only pass an attribute read on (the heterogeneity mixin's __getattribute__).
 _ATTRIBUTE_HOOKS = frozenset({"__getattribute__", "__getattr__"})
 
@@ -45,8 +47,8 @@ class AttentionReads:
 
 @contextlib.contextmanager
 def reads_attention() -> Iterator[AttentionReads]:
-    """Note who reads `PreTrainedConfig._attn_implementation` while in the block (scoped: the
-    property is put back on exit)."""
+    """Note who reads `PreTrainedConfig._attn_implementation`, or copies a config, while in
+    the block (scoped: the property is put back and the copy hooks removed on exit)."""
     from transformers import PreTrainedConfig
 
     prop = PreTrainedConfig.__dict__["_attn_implementation"]
@@ -62,11 +64,35 @@ def reads_attention() -> Iterator[AttentionReads]:
             reads.files.add(filename)
         return prop.fget(config)
 
+    def copier(name):
+        def __copy(config, *memo):
+            # A copy made by model code carries whatever implementation the config had when it
+            # was made: under vLLM's settings "vllm", in the plain build not. Who copies counts
+            # as a reader.
+            frame = sys._getframe(1)
+            while frame is not None and os.path.basename(frame.f_code.co_filename) == "copy.py":
+                frame = frame.f_back
+            filename = frame.f_code.co_filename if frame is not None else ""
+            if not (os.path.dirname(filename).startswith(transformers_dir) and os.path.basename(filename) in _COPIERS):
+                reads.files.add(filename)
+            saved = PreTrainedConfig.__dict__[name]
+            delattr(PreTrainedConfig, name)  # the default copy, without this hook
+            try:
+                return copy.deepcopy(config, *memo) if name == "__deepcopy__" else copy.copy(config)
+            finally:
+                setattr(PreTrainedConfig, name, saved)
+        return __copy
+
     PreTrainedConfig._attn_implementation = property(getter, prop.fset, prop.fdel, prop.__doc__)
+    PreTrainedConfig.__deepcopy__ = copier("__deepcopy__")
+    PreTrainedConfig.__copy__ = copier("__copy__")
     try:
         yield reads
     finally:
         PreTrainedConfig._attn_implementation = prop
+        for name in ("__deepcopy__", "__copy__"):
+            if name in PreTrainedConfig.__dict__:
+                delattr(PreTrainedConfig, name)
 
 
 def needs_own_build(plain_failed: bool, reads: AttentionReads | None) -> bool:

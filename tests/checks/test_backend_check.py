@@ -200,3 +200,23 @@ def test_a_multimodal_config_without_encoders_gets_vllms_error():
     row = _decorate_rows("auditor_no_encoder")[("decoder+encoders", "fixed")]
     assert row.status is Status.DECORATE_ERROR
     assert row.message == NO_ENCODERS
+
+
+def test_model_code_that_reads_or_copies_the_config_asks_for_vllms_own_build():
+    import copy
+
+    from transformers import LlamaConfig, PreTrainedConfig
+
+    from auditor.models.vllm_build import needs_own_build, reads_attention
+
+    config = LlamaConfig()
+    with reads_attention() as reads:
+        config._attn_implementation  # noqa: B018  (a read, as a model's __init__ makes it)
+    assert reads.files == {__file__}
+    with reads_attention() as reads:
+        copy.deepcopy(config)  # a copy keeps the implementation it had (longt5's stacks)
+    assert reads.files == {__file__} and needs_own_build(False, reads)
+    assert "__deepcopy__" not in PreTrainedConfig.__dict__, "the copy hook outlived its block"
+    with reads_attention() as reads:
+        pass
+    assert not needs_own_build(False, reads) and needs_own_build(True, reads)
