@@ -1,0 +1,84 @@
+"""The lowest and highest transformers release where each cell passes: a model registry's min/max.
+
+vLLM's tests/models/registry.py keeps `min_transformers_version` / `max_transformers_version`
+per architecture by hand; `auditor versions` computes the same per model type and column from
+one sweep per release. A cell passes where its status is a pass (`Status.ok`). Between the two
+ends a cell may fail in some release: those are listed, so a range is never read as unbroken
+when it is not. Pure: cells in, rows and text out.
+"""
+
+from __future__ import annotations
+
+import csv
+import html
+import io
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from packaging.version import Version
+
+from auditor.core.results import Result
+
+FIELDS = ("model_type", "column", "lowest_pass", "highest_pass", "not_passing_within", "absent_in", "releases")
+
+
+@dataclass(frozen=True)
+class PassRange:
+    model_type: str
+    column: str
+    lowest: str  # "" when it passes in no release
+    highest: str
+    not_passing: tuple[tuple[str, str], ...]  # (release, status) strictly between lowest and highest
+    absent_in: tuple[str, ...]  # releases swept that lack the cell (the type is newer, or was removed)
+    releases: tuple[str, ...]  # releases that have the cell
+
+    def row(self) -> dict[str, str]:
+        return {"model_type": self.model_type, "column": self.column, "lowest_pass": self.lowest,
+                "highest_pass": self.highest,
+                "not_passing_within": " ".join(f"{r}:{s}" for r, s in self.not_passing),
+                "absent_in": " ".join(self.absent_in), "releases": " ".join(self.releases)}
+
+
+def pass_ranges(by_release: Mapping[str, Mapping[tuple[str, str], Result]]) -> list[PassRange]:
+    """One PassRange per model type and column seen in any release; `by_release` maps a release to
+    its cells, `(model type, column) -> the result that won the cell`."""
+    releases = sorted(by_release, key=Version)
+    keys = sorted({key for cells in by_release.values() for key in cells})
+    ranges = []
+    for model_type, column in keys:
+        present = [(r, by_release[r][(model_type, column)]) for r in releases if (model_type, column) in by_release[r]]
+        passing = [r for r, result in present if result.status.ok]
+        lowest, highest = (passing[0], passing[-1]) if passing else ("", "")
+        within = tuple((r, result.status.value) for r, result in present
+                       if passing and Version(lowest) < Version(r) < Version(highest) and not result.status.ok)
+        ranges.append(PassRange(model_type, column, lowest, highest, within,
+                                tuple(r for r in releases if (model_type, column) not in by_release[r]),
+                                tuple(r for r, _ in present)))
+    return ranges
+
+
+def ranges_csv(ranges: Sequence[PassRange]) -> str:
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=FIELDS, lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(r.row() for r in ranges)
+    return out.getvalue()
+
+
+def ranges_html(ranges: Sequence[PassRange], releases: Sequence[str]) -> str:
+    """A standalone page: one row per model type and column, its pass range and the exceptions."""
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in
+                   ("model type", "column", "lowest pass", "highest pass", "not passing within", "absent in"))
+    body = "\n".join(
+        "<tr>" + "".join(f"<td>{html.escape(v)}</td>" for v in (
+            r.model_type, r.column, r.lowest or "never passes", r.highest or "",
+            ", ".join(f"{rel} ({s})" for rel, s in r.not_passing), ", ".join(r.absent_in))) + "</tr>"
+        for r in ranges)
+    swept = ", ".join(html.escape(r) for r in sorted(releases, key=Version))
+    return ("<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>Pass ranges by transformers release</title>"
+            "<style>body{font-family:sans-serif}table{border-collapse:collapse}"
+            "td,th{border:1px solid #ccc;padding:2px 6px;text-align:left}</style></head><body>\n"
+            f"<h1>Lowest and highest transformers release where each cell passes</h1>\n"
+            f"<p>Releases swept: {swept}. The matrix of every release is in "
+            "<a href=\"report.html\">report.html</a>.</p>\n"
+            f"<table><thead><tr>{head}</tr></thead><tbody>\n{body}\n</tbody></table>\n</body></html>\n")

@@ -1,0 +1,41 @@
+"""The nox steps that sweep one transformers in a reused venv, for `bisect` and `versions`.
+
+They are upgrade-check's own: the session `upgrade_check(new)` installs torch, this checkout and
+$AUDITOR_TRANSFORMERS (a release, or a local source tree), then sweeps. Only the directory its
+venv lives in differs, nox's `--envdir`: `bisect` reuses one venv for every release it tries
+(.nox/bisect/), `versions` keeps one per release (.nox/releases/5.20.0/), so that a second run
+over the same releases installs nothing. As in upgrade-check, a release is installed in one
+step and swept in another, so a release pip cannot install is told apart from a failed sweep.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from pathlib import Path
+
+from auditor.upgrade.plan import SESSION, TRANSFORMERS_ENV, Side, Step, Transformers
+
+RELEASE_SESSION = f"{SESSION}(new)"
+BISECT_ENVDIR = Path(".nox") / "bisect"
+RELEASES_ENVDIR = Path(".nox") / "releases"
+
+
+def only_type(model_type: str) -> list[str]:
+    """Sweep options selecting one model type, that sweep to an empty run where the release lacks
+    it (`--models TYPE` would refuse the run instead): everything, minus every other type."""
+    return ["--models", ".*", "--exclude", f"(?!{re.escape(model_type)}$).*"]
+
+
+def release_steps(spec: Transformers, *, outdir: Path, envdir: Path, noxfile: Path, nox: Sequence[str],
+                  sweep: Sequence[str], label: str, resume: bool = False) -> tuple[Step, Step]:
+    """Installing `spec` into the venv under `envdir`, and sweeping it into `outdir` (absolute paths)."""
+    if not (outdir.is_absolute() and envdir.is_absolute() and noxfile.is_absolute()):
+        raise ValueError("release_steps needs absolute paths")
+    side = Side(spec.slug, spec, outdir)
+    nox_cmd = (*nox, "--noxfile", str(noxfile), "--envdir", str(envdir), "--session", RELEASE_SESSION)
+    env = {TRANSFORMERS_ENV: spec.requirement}
+    install = Step(side, "install", (*nox_cmd, "--install-only"), env)
+    run = Step(side, "sweep", (*nox_cmd, "--no-install", "--", "--output", str(outdir), "--label", label,
+                               "--resume" if resume else "--overwrite", *sweep), env)
+    return install, run
