@@ -1,5 +1,9 @@
 """`auditor diff BASE NEW`: compare two runs cell by cell; exit 1 on regressions the allow list does not excuse.
 
+It also lists config drift: per model type, how its default config changed between the runs
+(keys removed, added, renamed, re-defaulted; attribute map and parallel plans; model class and
+parameters), changes shared by many types once as a group; `--fail-on drift` gates on it.
+
 A regression is a cell (model type and column) that was `build` in BASE and is not in NEW.
 The allow file has one `model_type` or `model_type/column-prefix` per line (a prefix matches
 whole `/` segments: `llava/decorate` covers decorate/legacy and decorate/fixed); `#` starts a comment.
@@ -8,6 +12,7 @@ whole `/` segments: `llava/decorate` covers decorate/legacy and decorate/fixed);
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from auditor.cli import EXIT_FINDINGS, EXIT_OK, UsageError, read_results
@@ -21,6 +26,9 @@ def add_parser(subparsers) -> None:
     p.add_argument("--allow", type=Path, metavar="FILE", help="regressions to accept, one per line")
     p.add_argument("--output", "-o", type=Path, metavar="OUTDIR",
                    help="where to write diff.md and diff.html (default: NEW's directory)")
+    p.add_argument("--fail-on", action="append", default=[], choices=("drift",),
+                   help="also exit 1 when a default config drifted (keys renamed, removed, added or "
+                        "re-defaulted, attribute maps, plans, model class, parameters)")
     p.add_argument("--junit", type=Path, metavar="FILE",
                    help="also write the diff as JUnit XML: the regressions fail, fixes and changed failures "
                         "pass with a note, allowed regressions are skipped")
@@ -45,4 +53,7 @@ def run_diff(args: argparse.Namespace) -> int:
             raise UsageError(f"cannot write to {args.junit}: {exc.strerror or exc}") from None
     print(render_diff_text(diff), end="")
     print("\n" + "\n".join(f"wrote {p}" for p in paths))
-    return EXIT_FINDINGS if diff.blocking else EXIT_OK
+    drifted = "drift" in args.fail_on and diff.drift is not None and diff.drift.types
+    if drifted:
+        print(f"auditor: --fail-on drift: {diff.drift.summary()}", file=sys.stderr)
+    return EXIT_FINDINGS if diff.blocking or drifted else EXIT_OK

@@ -57,6 +57,8 @@ def add_parser(subparsers) -> None:
     out.add_argument("--output", "-o", type=Path, metavar="OUTDIR",
                      help="where base/, new/ and the diff go (default: reports/upgrade-FROM-to-TO)")
     out.add_argument("--allow", type=Path, metavar="FILE", help="regressions to accept, as for `auditor diff`")
+    out.add_argument("--fail-on", action="append", default=[], choices=("drift",),
+                     help="also exit 1 when a default config drifted, as for `auditor diff`")
     out.add_argument("--resume", action="store_true", help="continue the sweeps already in OUTDIR")
     out.add_argument("--overwrite", action="store_true", help="replace the sweeps already in OUTDIR")
     out.add_argument("--dry-run", action="store_true", help="print the nox commands and stop")
@@ -81,7 +83,7 @@ def run_upgrade_check(args: argparse.Namespace) -> int:
         print(f"\nInterrupted; finished rows are kept in {plan.outdir}. Continue with the same command "
               "and --resume.", file=sys.stderr)
         return EXIT_INTERRUPTED
-    return _compare(plan, args.allow)
+    return _compare(plan, args.allow, args.fail_on)
 
 
 def _plan(args: argparse.Namespace) -> UpgradePlan:
@@ -149,7 +151,7 @@ def _check_output(plan: UpgradePlan, args: argparse.Namespace) -> None:
                              "or --overwrite to replace it")
 
 
-def _compare(plan: UpgradePlan, allow: Path | None) -> int:
+def _compare(plan: UpgradePlan, allow: Path | None, fail_on: list[str]) -> int:
     from auditor.cli.diff import run_diff
     from auditor.report import write_report
 
@@ -164,7 +166,8 @@ def _compare(plan: UpgradePlan, allow: Path | None) -> int:
         merged = write_report(runs, plan.outdir)
     except OSError as exc:
         raise UsageError(f"cannot write to {plan.outdir}: {exc.strerror or exc}") from None
-    code = run_diff(argparse.Namespace(base=plan.base.outdir, new=plan.new.outdir, allow=allow, output=plan.outdir))
+    code = run_diff(argparse.Namespace(base=plan.base.outdir, new=plan.new.outdir, allow=allow, output=plan.outdir,
+                                       junit=None, fail_on=fail_on))
     print("\n".join(f"wrote {p}" for p in merged))
     for side in plan.sides:
         print(f"{side.name}: {side.outdir / 'report.html'}")

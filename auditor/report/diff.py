@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from auditor.core.results import Result, Run
+from auditor.report.drift import Drift, config_drift
 from auditor.report.matrix import column_order, run_cells, run_name
 from auditor.report.statuses import is_ok
 
@@ -100,6 +101,7 @@ class RunDiff:
     removed_cells: tuple[CellChange, ...]
     unchanged: int
     unused_allow: tuple[str, ...] = ()
+    drift: Drift | None = None  # the default configs' drift (auditor.report.drift), separate from cells
 
     @property
     def blocking(self) -> tuple[CellChange, ...]:
@@ -151,6 +153,7 @@ def diff_runs(base: Run, new: Run, allow: AllowList = AllowList()) -> RunDiff:
         added_cells=tuple(added), removed_cells=tuple(removed),
         unchanged=unchanged,
         unused_allow=tuple(e for e in allow.entries if e not in used),
+        drift=config_drift(base, new),
     )
 
 
@@ -178,6 +181,8 @@ def summary_line(diff: RunDiff) -> str:
     if diff.added_cells or diff.removed_cells:
         parts.append(f"cells +{len(diff.added_cells)}/-{len(diff.removed_cells)}")
     parts.append(f"{diff.unchanged} unchanged")
+    if diff.drift is not None and diff.drift.compared:
+        parts.append(f"{len(diff.drift.types)} default config{'s' if len(diff.drift.types) != 1 else ''} drifted")
     return ", ".join(parts)
 
 

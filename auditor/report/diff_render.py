@@ -38,6 +38,16 @@ def render_diff_text(diff: RunDiff) -> str:
         if names:
             more = f" and {len(names) - NAMES_SHOWN} more" if len(names) > NAMES_SHOWN else ""
             lines.extend(["", f"{title} ({len(names)}): {', '.join(names[:NAMES_SHOWN])}{more}"])
+    if diff.drift is not None and diff.drift.types:
+        lines.extend(["", f"Config drift: {diff.drift.summary()}"])
+        for group in diff.drift.shared:
+            lines.append(f"  shared by {len(group.model_types)} types: {_short(group.change.text())}")
+        shown = [t for t in diff.drift.types if t.changes]
+        for t in shown[:NAMES_SHOWN]:
+            lines.append(f"  {t.model_type:<{width}}  " + "; ".join(_short(c.text()) for c in t.changes[:4])
+                         + (f"; and {len(t.changes) - 4} more" if len(t.changes) > 4 else ""))
+        if len(shown) > NAMES_SHOWN:
+            lines.append(f"  and {len(shown) - NAMES_SHOWN} more model types (diff.md has them all)")
     return "\n".join(lines) + "\n"
 
 
@@ -66,7 +76,25 @@ def render_diff_markdown(diff: RunDiff) -> str:
     for title, names in _name_lists(diff):
         if names:
             lines.extend(["", f"## {title} ({len(names)})", "", ", ".join(_md(n) for n in names)])
+    lines += _drift_markdown(diff)
     return "\n".join(lines) + "\n"
+
+
+def _drift_markdown(diff: RunDiff) -> list[str]:
+    drift = diff.drift
+    if drift is None or not drift.compared:
+        return []
+    lines = ["", f"## Config drift ({len(drift.types)})", "", f"{_md(drift.summary())}."]
+    if drift.shared:
+        lines += ["", "### Shared by many model types", "", "| change | model types |", "|---|---:|"]
+        lines += [f"| {_md(g.change.text())} | {len(g.model_types)} |" for g in drift.shared]
+    own = [t for t in drift.types if t.changes]
+    if own:
+        lines += ["", "### Per model type (its own changes)", "", "| model type | changes |", "|---|---|"]
+        for t in own:
+            extra = f"<br>and {t.shared} shared change{'s' if t.shared != 1 else ''}" if t.shared else ""
+            lines.append(f"| {_md(t.model_type)} | " + "<br>".join(_md(c.text()) for c in t.changes) + extra + " |")
+    return lines
 
 
 def render_diff_html(diff: RunDiff) -> str:
