@@ -41,9 +41,9 @@ def read_results(path, context: str = ""):
 
 
 def _subcommands():
-    from auditor.cli import agree, diff, report, sweep, upgrade
+    from auditor.cli import agree, bisect, diff, report, sweep, upgrade, versions
 
-    return [sweep, report, diff, agree, upgrade]
+    return [sweep, report, diff, agree, upgrade, bisect, versions]
 
 
 def build_parser() -> argparse.ArgumentParser:

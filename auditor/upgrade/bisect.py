@@ -14,7 +14,7 @@ list of candidates. Everything here is a function of recorded states: the CLI in
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 from auditor.core.results import Result
@@ -82,14 +82,15 @@ def parse_cell(model_type: str, column: str | None) -> Cell:
     return Cell(model_type.strip(), (column or "").strip().strip("/"))
 
 
-def sweep_selection(cell: Cell, policies: Collection[str]) -> tuple[str, str | None]:
+def sweep_selection(cell: Cell, is_policy: Callable[[str], bool]) -> tuple[str, str | None]:
     """The check and the policy the column needs (`decorate/decoder/legacy` -> `decorate`, `legacy`);
-    None for either when the cell is any cell of the type (the caller's choice then) or the column
-    names no policy. `policies` are the policy names known to the sweep."""
+    "" and None when the cell is any cell of the type (the caller's choice then), None for a column
+    without a policy. A column is check[/component][/policy]: of two parts, the second is a
+    policy when `is_policy` says it is one of the sweep's."""
     if not cell.column:
         return "", None
     parts = cell.column.split("/")
-    policy = parts[-1] if len(parts) > 1 and parts[-1] in policies else None
+    policy = parts[-1] if len(parts) == 3 or (len(parts) == 2 and is_policy(parts[1])) else None
     return parts[0], policy
 
 

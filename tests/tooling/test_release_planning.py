@@ -40,7 +40,7 @@ from auditor.upgrade.venvs import RELEASE_SESSION, only_type, release_steps
 
 INDEX = (Path(__file__).resolve().parents[1] / "fixtures" / "upgrade" / "pip-index-versions.txt").read_text()
 RELEASES = parse_index_versions(INDEX)
-POLICIES = {"legacy", "fixed", "fixed-no-config-skip", "vllm"}
+POLICIES = {"legacy", "fixed", "fixed-no-config-skip", "vllm"}.__contains__
 
 
 def test_the_index_list_is_final_releases_oldest_first():
@@ -85,6 +85,8 @@ def test_a_column_names_the_check_and_policy_it_needs():
     assert sweep_selection(parse_cell("bert", "pickle/far-build:decoder/fixed-no-config-skip"), POLICIES) == \
         ("pickle", "fixed-no-config-skip")
     assert sweep_selection(parse_cell("gpt2", "build"), POLICIES) == ("build", None)
+    assert sweep_selection(parse_cell("gpt2", "decorate/legacy"), POLICIES) == ("decorate", "legacy")
+    assert sweep_selection(parse_cell("gpt2", "tiny/decoder"), POLICIES) == ("tiny", None)
     assert sweep_selection(parse_cell("gpt2", None), POLICIES) == ("", None)
     with pytest.raises(BisectError):
         parse_cell(" ", "build")
