@@ -190,11 +190,15 @@ def _bisect_releases(args: argparse.Namespace, probe: _Probe) -> int:
               "(those before the last could not be installed or swept)")
     _print_states(probe.cell, (outcome.last_good, good), (outcome.first_bad, bad))
     skipped = sorted((r for r, s in states.items() if s is None), key=span.index)
-    print(f"{len(states)} releases installed (the 2 ends and {len(states) - 2} bisection steps) of the "
+    print(f"{len(states)} releases installed (the 2 ends and {_steps(len(states) - 2)}) of the "
           f"{len(span) - 1} after {span[0]} up to {span[-1]}"
           + (f"; could not be measured: {', '.join(skipped)}" if skipped else ""))
     print(f"runs in {probe.outdir}/")
     return EXIT_OK
+
+
+def _steps(count: int) -> str:
+    return f"{count} bisection step{'' if count == 1 else 's'}"
 
 
 def _print_states(cell: Cell, *named: tuple[str, State]) -> None:
@@ -283,7 +287,7 @@ def _bisect_commits(args: argparse.Namespace, probe: _Probe) -> int:
     count = _git(repo, "rev-list", "--count", f"{good}..{bad}").stdout.strip()
     print(f"{probe.cell}: first bad commit {commit} {subject}")
     _print_states(probe.cell, (args.good, states["good"]), (args.bad, states["bad"]))
-    print(f"{tried + 2} checkouts installed (the 2 ends and {tried} bisection steps) of the {count} "
+    print(f"{tried + 2} checkouts installed (the 2 ends and {_steps(tried)}) of the {count} "
           f"commits after {args.good} up to {args.bad}")
     print(f"runs in {probe.outdir}/")
     return EXIT_OK
