@@ -219,7 +219,7 @@ def _tensors(output: Any):
 
 def _without_cache(config) -> None:
     """use_cache=False throughout the config tree, as a serving engine runs (it keeps its own cache)."""
-    from transformers import PreTrainedConfig
+    from transformers import PretrainedConfig as PreTrainedConfig  # the name 4.x and 5.x both have
 
     for name, value in list(config.__dict__.items()):
         if isinstance(value, PreTrainedConfig):

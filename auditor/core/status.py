@@ -38,6 +38,8 @@ class Status(str, Enum):
     CRASH = "crash"
     OOM = "oom"
     SKIPPED = "skipped"
+    # The auditor's own code failed: a bug of ours, never the model's (the message says where).
+    AUDITOR_ERROR = "auditor-error"
     # The backend check: vLLM's Transformers modeling backend would stop at this gate.
     UNSUPPORTED = "unsupported"
     # Outcomes of the compile check (a failed build there keeps the statuses above).
@@ -74,6 +76,7 @@ DESCRIPTIONS: dict[Status, str] = {
     Status.CRASH: "the worker process died (segfault, `os._exit`); the message says how",
     Status.OOM: "`MemoryError`, or the worker went over `--max-memory`",
     Status.SKIPPED: "the check does not apply; the message says why",
+    Status.AUDITOR_ERROR: "the auditor's own code failed (a bug of ours, not the model's); the message names the auditor line",
     Status.UNSUPPORTED: "backend check: vLLM's Transformers modeling backend stops at this gate, with its own message",
     Status.COMPILED: "compile check: one graph for both sequence lengths, output equal to eager (OK, like `build`)",
     Status.GRAPH_BREAK: "compile check: `torch.compile(fullgraph=True)` hit a graph break; extras say why and where",
@@ -183,6 +186,11 @@ def classify(exc: BaseException, phase: Phase = Phase.BUILD, *,
     """
     if phase is Phase.TASK:
         return _task_failure(exc)
+    if not isinstance(exc, StatusError) and not is_refusal(exc) and not raised_in(exc, decorator_files):
+        where = auditor_bug_at(exc)
+        if where:
+            message = message_of(exc)
+            return Failure(Status.AUDITOR_ERROR, f"{message} [auditor bug at {where}]", signature_of(message))
     failure = exc.failure if isinstance(exc, StatusError) else _plain(exc)
     if phase is Phase.CONFIG and failure.status is Status.ERROR:
         return _with(failure, Status.CONFIG_ERROR)
@@ -275,6 +283,35 @@ def is_refusal(exc: BaseException) -> bool:
 
 
 _STDLIB = os.path.dirname(os.path.abspath(os.__file__))
+_AUDITOR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the auditor package
+# Where the auditor emulates the thing under audit: the decorator's own failures there are the
+# decorator's (refused, check-error), not an auditor bug.
+_AUDITED = (os.path.join(_AUDITOR, "decorators") + os.sep,)
+# Exceptions that mean a programming error where they are raised. The auditor raises its
+# deliberate verdicts as StatusErrors or ValueErrors, never as these.
+_BUG_TYPES = (AttributeError, ImportError, NameError, TypeError, KeyError, IndexError, AssertionError)
+
+
+def auditor_bug_at(exc: BaseException) -> str:
+    """`file.py:line` when `exc` is a programming error raised by the auditor's own code (an
+    attribute or import transformers does not have, a wrong call), not by the model's; "" else.
+
+    Judged by the innermost frame that is not plumbing: standard-library frames (importlib's
+    `from x import y`, typing) and torch's `Module.__getattr__` (which raises the missing
+    attribute the auditor asked for) are skipped; a frame inside transformers, torch or model
+    code means the model failed.
+    """
+    if not isinstance(exc, _BUG_TYPES) or isinstance(exc, ModuleNotFoundError):
+        return ""
+    for frame in reversed(traceback.extract_tb(exc.__traceback__)):
+        if _is_stdlib(frame.filename) or (frame.name == "__getattr__" and
+                                          frame.filename.endswith(os.path.join("torch", "nn", "modules", "module.py"))):
+            continue
+        path = os.path.abspath(frame.filename)
+        if path.startswith(_AUDITOR + os.sep) and not path.startswith(_AUDITED):
+            return f"{os.path.relpath(path, os.path.dirname(_AUDITOR))}:{frame.lineno}"
+        return ""
+    return ""
 
 
 def raised_in(exc: BaseException, files: frozenset[str]) -> bool:

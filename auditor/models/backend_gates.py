@@ -249,7 +249,7 @@ def _walk(model, embeddings: set[int]):
 
 def _vocab_sizes(config) -> set[int]:
     """Base._vocab_embeddings' sizes (base.py:456-463)."""
-    from transformers import PreTrainedConfig
+    from transformers import PretrainedConfig as PreTrainedConfig  # the name 4.x and 5.x both have
 
     sizes: set[int] = set()
     for key, value in vars(config).items():

@@ -44,7 +44,7 @@ def vllm_encoders(model) -> dict[str, type] | None:
     ValueError propagate: in vLLM they stop the model."""
     if not is_multimodal(model.config):
         return None
-    if "modality" not in inspect.signature(model.get_encoder).parameters:
+    if not _encoder_lookup_by_modality(model):
         return {}
     encoders: dict[str, type] = {}
     for modality in MODALITIES:  # multimodal.py:66, _MODALITY_TO_TOKEN_TYPE_ID's order
@@ -57,9 +57,16 @@ def vllm_encoders(model) -> dict[str, type] | None:
     return encoders
 
 
+def _encoder_lookup_by_modality(model) -> bool:
+    """Whether the model has transformers 5's `get_encoder(modality=...)`. Base models of 4.x
+    have no `get_encoder` at all, and 5.0's takes no modality: either way, no encoders."""
+    get_encoder = getattr(model, "get_encoder", None)
+    return callable(get_encoder) and "modality" in inspect.signature(get_encoder).parameters
+
+
 def find_components(model) -> Components:
     items = [Component("decoder", type(model.get_decoder()), DECODER_DIMS)]
-    if "modality" not in inspect.signature(model.get_encoder).parameters:
+    if not _encoder_lookup_by_modality(model):
         return Components(tuple(items), note="this transformers' get_encoder has no modality: decoder only")
     by_class: dict[type, list[str]] = {}
     for modality in MODALITIES:

@@ -125,7 +125,7 @@ def token_ids(config, length: int, generator, batch: int = 1):
 
 def special_token_ids(config) -> Iterator[int]:
     """Every `*_token_id`, `*_token_index` or `*_token_ids` value in the config and its sub-configs."""
-    from transformers import PreTrainedConfig
+    from transformers import PretrainedConfig as PreTrainedConfig  # the name 4.x and 5.x both have
 
     for name, value in config.__dict__.items():
         if isinstance(value, PreTrainedConfig):

@@ -60,6 +60,7 @@ _LOOKS: dict[Status, tuple[str, str]] = {
     Status.CRASH: ("#b71c1c", "crash"),
     Status.OOM: ("#880e4f", "oom"),
     Status.SKIPPED: ("#e0e0e0", "skipped"),
+    Status.AUDITOR_ERROR: ("#212121", "ours"),
 }
 _KNOWN = tuple(StatusStyle(status.value, color, short, status.description) for status, (color, short) in _LOOKS.items())
 STYLES: dict[str, StatusStyle] = {s.name: s for s in _KNOWN}

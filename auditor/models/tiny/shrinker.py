@@ -96,7 +96,7 @@ class _Shrinker:
 
     def collect_widths(self, config) -> None:
         """Old width -> new width over the whole tree, for fields that must equal some width."""
-        from transformers import PreTrainedConfig
+        from transformers import PretrainedConfig as PreTrainedConfig  # the name 4.x and 5.x both have
 
         for name, value in config.__dict__.items():
             if isinstance(value, PreTrainedConfig):
@@ -105,7 +105,7 @@ class _Shrinker:
                 self.widths.setdefault(value, min(value, self.sizes.hidden))
 
     def value(self, name: str, value: Any, node: _Node) -> Any:
-        from transformers import PreTrainedConfig
+        from transformers import PretrainedConfig as PreTrainedConfig  # the name 4.x and 5.x both have
 
         if isinstance(value, PreTrainedConfig):
             return self.config(value)
@@ -215,7 +215,7 @@ class _Shrinker:
 
 def _constructor_values(config) -> dict[str, Any]:
     """What the config's constructor takes, read back from the instance, less what it derives."""
-    from transformers import PreTrainedConfig
+    from transformers import PretrainedConfig as PreTrainedConfig  # the name 4.x and 5.x both have
 
     cls = type(config)
     raw = config.__dict__  # not getattr: heterogeneous configs refuse per-layer attributes
