@@ -6,7 +6,11 @@ Environment variables (all optional):
   AUDITOR_TORCH         torch version installed first in every venv (default 2.13.0)
   AUDITOR_TORCH_INDEX   index URL for torch only, e.g. https://download.pytorch.org/whl/cpu
   AUDITOR_TRANSFORMERS  pip requirement for transformers: "transformers==5.18.0", a wheel or a
-                        source directory (default: the newest release)
+                        source directory (default: the newest release; for the sweep sessions
+                        of a run, the newest release that every Python of the run can install,
+                        resolved once per run id, so the Pythons differ in Python only)
+  AUDITOR_PYTHONS       the Pythons of the run's sweep sessions, e.g. "3.10,3.11" (default:
+                        those of 3.10-3.14 that have an interpreter here)
   AUDITOR_HISTORY_KEEP  nights kept in reports/history/py3.X/ (default 30)
 
 A Python version without an interpreter is skipped, not failed; interpreters installed with
@@ -18,6 +22,8 @@ from __future__ import annotations
 import datetime
 import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import nox
@@ -52,21 +58,69 @@ def _run_id() -> str:
     return os.environ.get("AUDITOR_RUN_ID") or datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
 
 
-def _install(session: nox.Session, extras: str = "") -> None:
+def _install(session: nox.Session, extras: str = "", transformers: str = "") -> None:
     """torch first (pinned: an unpinned resolve may pick a CUDA build of several GB), then the
     project, then transformers as AUDITOR_TRANSFORMERS asks (upgraded, since venvs are reused)."""
     session.install(f"torch=={TORCH}", *(["--index-url", TORCH_INDEX] if TORCH_INDEX else []))
-    transformers = os.environ.get("AUDITOR_TRANSFORMERS") or "transformers"
+    transformers = transformers or os.environ.get("AUDITOR_TRANSFORMERS") or "transformers"
     session.install("--upgrade", "-e", f".{extras}", transformers)
     if Path(transformers).exists():
         # A rebuilt wheel or an edited checkout may carry the version already installed.
         session.install("--force-reinstall", "--no-deps", transformers)
 
 
+def _run_pythons() -> list[str]:
+    named = [v.strip() for v in os.environ.get("AUDITOR_PYTHONS", "").split(",") if v.strip()]
+    return named or [v for v in PYTHONS if shutil.which(f"python{v}")]
+
+
+def _run_transformers(session: nox.Session) -> str:
+    """The transformers of every sweep session of this run: AUDITOR_TRANSFORMERS, or the newest
+    release that every Python of the run can install (pip's index, asked per Python), resolved by
+    the first session and kept in reports/<run-id>/transformers.txt for the others."""
+    if os.environ.get("AUDITOR_TRANSFORMERS"):
+        return os.environ["AUDITOR_TRANSFORMERS"]
+    kept = REPORTS / _run_id() / "transformers.txt"
+    if kept.is_file():
+        requirement = kept.read_text().split("\n", 1)[0].strip()
+        session.log(f"transformers for this run: {requirement} ({kept})")
+        return requirement
+    sys.path.insert(0, str(ROOT))
+    from auditor.upgrade.releases import ReleaseError, parse_index_versions
+
+    pythons = _run_pythons()
+    common: set[str] | None = None
+    for version in pythons:
+        listing = subprocess.run([sys.executable, "-m", "pip", "index", "versions", "transformers",
+                                  "--python-version", version], capture_output=True, text=True, check=False)
+        try:
+            found = set(parse_index_versions(listing.stdout))
+        except ReleaseError as exc:
+            session.error(f"cannot list the transformers releases for Python {version}: {exc}")
+        common = found if common is None else common & found
+    if not common:
+        session.error(f"no transformers release installs on every Python of the run ({', '.join(pythons)}); "
+                      "set AUDITOR_PYTHONS or AUDITOR_TRANSFORMERS")
+    from packaging.version import Version
+
+    requirement = f"transformers=={max(common, key=Version)}"
+    kept.parent.mkdir(parents=True, exist_ok=True)
+    kept.write_text(f"{requirement}\nthe newest release that every Python of the run installs: {', '.join(pythons)}\n")
+    session.log(f"transformers for this run: {requirement}, the newest release that Python {', '.join(pythons)} "
+                "can all install (set AUDITOR_TRANSFORMERS to choose another)")
+    return requirement
+
+
 @nox.session(python=PYTHONS, reuse_venv=True)
 def sweep(session: nox.Session) -> None:
-    """The sweep on this Python version, into reports/<run-id>/py3.X/."""
-    _install(session)
+    """The sweep on this Python version, into reports/<run-id>/py3.X/, under the run's one
+    transformers (_run_transformers), with the `ray` extra where Ray installs on this Python."""
+    transformers = _run_transformers(session)
+    try:
+        _install(session, "[ray]", transformers)
+    except CommandFailed:
+        session.warn(f"Ray does not install on Python {session.python}: the pickle check's Ray column is skipped")
+        _install(session, "", transformers)
     label = f"py{session.python}"
     out = REPORTS / _run_id() / label
     fresh = () if "--resume" in session.posargs else ("--overwrite",)
