@@ -400,6 +400,7 @@ def validate(request: SweepRequest):
     from auditor.checks import Options, available
     from auditor.engine.pool import PoolSettings
 
+    _check_transformers()
     checks = tuple(_listed(request.checks))
     unknown = [c for c in checks if c not in available()]
     if unknown or not checks:
@@ -435,6 +436,26 @@ def validate(request: SweepRequest):
         log_file=str(outdir / WORKER_LOG),
     )
     return options, settings, outdir
+
+
+def _check_transformers() -> None:
+    """The installed transformers must be in the range the project declares (pyproject.toml's
+    dependency, read from the installed metadata: one place for it), the range that is tested;
+    an older one is refused rather than swept into cells that blame the models."""
+    import importlib.metadata
+
+    from packaging.requirements import Requirement
+
+    try:
+        declared = next(Requirement(r) for r in importlib.metadata.requires("model-sweep-auditor") or ()
+                        if Requirement(r).name == "transformers")
+        installed = importlib.metadata.version("transformers")
+    except (importlib.metadata.PackageNotFoundError, StopIteration):
+        return  # run from a source tree that is not installed: nothing declared to hold it to
+    if not declared.specifier.contains(installed, prereleases=True):
+        raise InputError(f"transformers {installed} is outside the range this auditor supports and tests "
+                         f"({declared.specifier}); install a supported transformers (pip install "
+                         f"'{declared}'), or an older model-sweep-auditor")
 
 
 def validated_device(device: str | None, backend: str | None, checks: Sequence[str]) -> tuple[str, str]:

@@ -1,5 +1,9 @@
 """`auditor upgrade-check` for real: two nox venvs with two transformers releases from PyPI.
 
+The base is the oldest release the project declares (pyproject.toml: transformers>=4.57), so
+the declared range is swept for real, and the new side the major release after it (5.0.0,
+which renamed the rope fields): the config drift between them is checked end to end.
+
 Slow: the first run on a machine installs two venvs from PyPI (about 1.3 GB and 2 minutes each);
 later runs reuse them (.nox/upgrade_check-base and -new) and take about a minute. Skipped, saying
 so, where PyPI cannot be reached.
@@ -17,7 +21,7 @@ from tests.conftest import run_auditor
 
 pytestmark = pytest.mark.slow
 
-BASE, NEW = "5.23.0", "5.24.0"
+BASE, NEW = "4.57.6", "5.0.0"
 MODELS = {"bert", "gpt2", "llama"}
 
 
@@ -46,3 +50,12 @@ def test_upgrade_check_between_two_releases(tmp_path):
         assert sweep.info.label == f"{side}: transformers {version}"
         assert {r.model_type for r in sweep.results} == MODELS
         assert {r.check for r in sweep.results} == {"build", "decorate"}
+        ours = [(r.model_type, r.column, r.message) for r in sweep.results if r.status.value == "auditor-error"]
+        assert ours == [], f"the auditor's own code failed under transformers {version}: {ours}"
+        assert all(r.status.ok for r in sweep.results if r.column in ("build", "decorate/decoder/legacy")), version
+    drift = (out / "diff.md").read_text()
+    assert "## Config drift (3)" in drift  # three types: too few for changes to count as shared
+    llama = next(line for line in drift.splitlines() if line.startswith("| llama |"))
+    assert "rope_theta\\` → \\`rope_parameters.rope_theta" in llama, llama
+    gated = run_auditor("diff", str(out / "base"), str(out / "new"), "--fail-on", "drift", "-o", str(tmp_path / "d"))
+    assert gated.returncode == 1 and "--fail-on drift:" in gated.stderr
