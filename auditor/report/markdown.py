@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from auditor.core.results import Run
+from auditor.report.environments import differences, sentence
 from auditor.report.matrix import Matrix, build_matrix, column_order
 from auditor.report.statuses import is_ok, rank
 from auditor.report.summary import failure_groups
@@ -64,6 +65,10 @@ def _heading(runs: Sequence[Run], matrix: Matrix) -> list[str]:
         lines += ["", "| environment | Python | transformers | torch | device | platform |", "|---|---|---|---|---|---|"]
         lines += [f"| {_esc(env)} | {_esc(i.python)} | {_esc(i.transformers)} | {_esc(i.torch)} | "
                   f"{_esc(i.device)} | {_esc(i.platform)} |" for env, i in infos]
+        differ = sentence(differences(runs))
+        if differ:
+            lines += ["", f"**The environments differ in {_esc(differ, 400)}**: a difference between "
+                          "their cells may come from any of these."]
     failing = sum(1 for _, _, c in matrix.cells() if not is_ok(c.status) and not c.expected)
     expected = sum(1 for _, _, c in matrix.cells() if not is_ok(c.status) and c.expected)
     lines.append("")

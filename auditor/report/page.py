@@ -8,10 +8,18 @@ from dataclasses import dataclass
 from auditor.core.results import Run, RunInfo
 from auditor.report import templating
 from auditor.report.charts import horizontal_bars
+from auditor.report.environments import differences, group_labels, sentence, side_by_side
 from auditor.report.matrix import build_matrix, run_name
 from auditor.report.shards import shard_coverage
 from auditor.report.statuses import legend
-from auditor.report.summary import Counts, column_summaries, environment_counts, failure_groups, findings, unreachable
+from auditor.report.summary import (
+    Counts,
+    column_summaries,
+    environment_counts,
+    failure_groups,
+    findings,
+    unreachable,
+)
 
 FAILURES_SHOWN = 30
 
@@ -47,6 +55,10 @@ def render_report(runs: Sequence[Run], title: str = "Model sweep report") -> str
         legend_index={s.name: i for i, s in enumerate(present)},
         status_totals=dict(Counts.of(c.status for _, _, c in cells).items),
         summaries=column_summaries(matrix),
+        side_by_side=side_by_side(matrix) if len(matrix.groups) > 1 else (),
+        differences=differences(runs),
+        differ_in=sentence(differences(runs)),
+        group_labels=group_labels(differences(runs)),
         findings=findings(matrix),
         unreachable=unreachable(matrix),
         unreachable_types=sorted({model_type for _, model_type in unreachable(matrix)}),

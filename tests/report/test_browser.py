@@ -40,8 +40,11 @@ def test_every_model_type_has_a_row_and_summary_matches_csv(page, tmp_path, inpu
     expected = Counter((r["environment"], r["column"], r["status"]) for r in long)
     shown = page.eval_on_selector_all(
         "#summary tbody tr",
+        # Merged runs compare the environments side by side: a row per column, a cell per
+        # environment; one run has a row per column. Either way each chip says where it is.
         """rows => rows.flatMap(r => Array.from(r.querySelectorAll('.chip[data-status]')).map(
-               c => [r.dataset.env, r.dataset.column, c.dataset.status, Number(c.dataset.count)]))""")
+               c => [c.closest('[data-env]').dataset.env, r.dataset.column, c.dataset.status,
+                     Number(c.dataset.count)]))""")
     assert {(e, c, s): n for e, c, s, n in shown} == dict(expected)
     page.screenshot(path=str(tmp_path / "report.png"), full_page=True)
     assert (tmp_path / "report.png").stat().st_size > 10_000
