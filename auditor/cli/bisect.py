@@ -106,7 +106,8 @@ class _Probe:
         """The cell's state under this transformers; None when it could not be installed or swept."""
         spec = parse_transformers(requirement, Path.cwd())
         install, sweep = release_steps(spec, outdir=self.outdir / name, envdir=NOXFILE.parent / BISECT_ENVDIR,
-                                       noxfile=NOXFILE, nox=NOX, sweep=self.sweep, label=f"transformers {name}")
+                                       noxfile=NOXFILE, nox=NOX, sweep=self.sweep, label=f"transformers {name}",
+                                       name=name)
         if run_step(install, WHAT) or run_step(sweep, WHAT):
             return None
         cells, run = run_cells(sweep.side.outdir, f"the sweep of {name} left no readable results: ")
@@ -271,7 +272,10 @@ def _bisect_commits(args: argparse.Namespace, probe: _Probe) -> int:
         sys.stderr.write(run.stdout)
         log = _git(repo, "bisect", "log").stdout
     finally:
-        _git(repo, "bisect", "reset", check=False)
+        reset = _git(repo, "bisect", "reset", check=False)
+        if reset.returncode:
+            print(f"auditor bisect: could not `git bisect reset` {repo} (do it by hand): "
+                  f"{reset.stderr.strip() or reset.stdout.strip()}", file=sys.stderr)
     tried = sum(line.startswith(("git bisect good", "git bisect bad", "git bisect skip"))
                 for line in log.splitlines()) - 2
     commit = first_bad_commit(run.stdout)

@@ -28,11 +28,12 @@ def only_type(model_type: str) -> list[str]:
 
 
 def release_steps(spec: Transformers, *, outdir: Path, envdir: Path, noxfile: Path, nox: Sequence[str],
-                  sweep: Sequence[str], label: str, resume: bool = False) -> tuple[Step, Step]:
-    """Installing `spec` into the venv under `envdir`, and sweeping it into `outdir` (absolute paths)."""
+                  sweep: Sequence[str], label: str, resume: bool = False, name: str = "") -> tuple[Step, Step]:
+    """Installing `spec` into the venv under `envdir`, and sweeping it into `outdir` (absolute paths);
+    `name` is how the steps call it (default: its slug, the release)."""
     if not (outdir.is_absolute() and envdir.is_absolute() and noxfile.is_absolute()):
         raise ValueError("release_steps needs absolute paths")
-    side = Side(spec.slug, spec, outdir)
+    side = Side(name or spec.slug, spec, outdir)
     nox_cmd = (*nox, "--noxfile", str(noxfile), "--envdir", str(envdir), "--session", RELEASE_SESSION)
     env = {TRANSFORMERS_ENV: spec.requirement}
     install = Step(side, "install", (*nox_cmd, "--install-only"), env)
