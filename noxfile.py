@@ -12,6 +12,8 @@ Environment variables (all optional):
   AUDITOR_PYTHONS       the Pythons of the run's sweep sessions, e.g. "3.10,3.11" (default:
                         those of 3.10-3.14 that have an interpreter here)
   AUDITOR_HISTORY_KEEP  nights kept in reports/history/py3.X/ (default 30)
+  AUDITOR_EXTRAS        the project's extras in the upgrade_check venvs, e.g. "[ray]" (set by
+                        `auditor versions --executor ray`; default none)
 
 A Python version without an interpreter is skipped, not failed; interpreters installed with
 pyenv are found even when pyenv has not put them on PATH.
@@ -173,7 +175,7 @@ def upgrade_check(session: nox.Session, side: str) -> None:
     """One side of `auditor upgrade-check` (which sets AUDITOR_TRANSFORMERS and the sweep's options)."""
     if not os.environ.get("AUDITOR_TRANSFORMERS"):
         session.error("AUDITOR_TRANSFORMERS is not set; run `auditor upgrade-check --from A --to B`")
-    _install(session)
+    _install(session, os.environ.get("AUDITOR_EXTRAS", ""))
     session.run("auditor", "sweep", *session.posargs)
 
 
