@@ -125,7 +125,8 @@ def _plan(args: argparse.Namespace):
                                     ("--shard", args.shard)) if value for f in (name, value)]
     pairs = [release_steps(parse_transformers(r, cwd), outdir=outdir / r / shard if shard else outdir / r,
                            envdir=NOXFILE.parent / RELEASES_ENVDIR / r, noxfile=NOXFILE, nox=NOX, sweep=sweep,
-                           label=f"transformers {r}", resume=args.resume)
+                           label=f"transformers {r}", resume=args.resume,
+                           extras="[ray]" if args.executor == "ray" else "")
              for r in releases]
     if not args.dry_run:
         for _, sweep_step in pairs:

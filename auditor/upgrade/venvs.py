@@ -16,6 +16,8 @@ from pathlib import Path
 
 from auditor.upgrade.plan import SESSION, TRANSFORMERS_ENV, Side, Step, Transformers
 
+EXTRAS_ENV = "AUDITOR_EXTRAS"  # the project's extras in the venv, "[ray]" for --executor ray
+
 RELEASE_SESSION = f"{SESSION}(new)"
 BISECT_ENVDIR = Path(".nox") / "bisect"
 RELEASES_ENVDIR = Path(".nox") / "releases"
@@ -28,14 +30,15 @@ def only_type(model_type: str) -> list[str]:
 
 
 def release_steps(spec: Transformers, *, outdir: Path, envdir: Path, noxfile: Path, nox: Sequence[str],
-                  sweep: Sequence[str], label: str, resume: bool = False, name: str = "") -> tuple[Step, Step]:
+                  sweep: Sequence[str], label: str, resume: bool = False, name: str = "",
+                  extras: str = "") -> tuple[Step, Step]:
     """Installing `spec` into the venv under `envdir`, and sweeping it into `outdir` (absolute paths);
     `name` is how the steps call it (default: its slug, the release)."""
     if not (outdir.is_absolute() and envdir.is_absolute() and noxfile.is_absolute()):
         raise ValueError("release_steps needs absolute paths")
     side = Side(name or spec.slug, spec, outdir)
     nox_cmd = (*nox, "--noxfile", str(noxfile), "--envdir", str(envdir), "--session", RELEASE_SESSION)
-    env = {TRANSFORMERS_ENV: spec.requirement}
+    env = {TRANSFORMERS_ENV: spec.requirement, **({EXTRAS_ENV: extras} if extras else {})}
     install = Step(side, "install", (*nox_cmd, "--install-only"), env)
     run = Step(side, "sweep", (*nox_cmd, "--no-install", "--", "--output", str(outdir), "--label", label,
                                "--resume" if resume else "--overwrite", *sweep), env)

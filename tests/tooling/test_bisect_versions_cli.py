@@ -203,7 +203,9 @@ def test_versions_resolves_a_specifier_and_shards_merge(fake, tmp_path, capsys):
     assert main(["versions", "--merge", "-o", "out"]) == 0
     assert "2 releases (5.20.0, 5.24.0), 3 cells" in capsys.readouterr().out
     assert main(["versions", "5.20.0", "--shard", "2/2", "--executor", "ray", "--dry-run"]) == 0
-    assert capsys.readouterr().out.splitlines()[1].endswith("--executor ray --shard 2/2")
+    install, sweep = capsys.readouterr().out.splitlines()
+    assert sweep.endswith("--executor ray --shard 2/2")
+    assert install.startswith("AUDITOR_TRANSFORMERS=transformers==5.20.0 'AUDITOR_EXTRAS=[ray]' ")
 
 
 @pytest.mark.parametrize(("args", "message"), [
