@@ -188,7 +188,7 @@ def _venv_lock(path: Path) -> Iterator[None]:
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            print(f"auditor upgrade-check: waiting for another upgrade-check of this checkout ({path})",
+            print(f"auditor upgrade-check: waiting for another auditor command that installs into this checkout's venvs ({path})",
                   file=sys.stderr, flush=True)
             fcntl.flock(handle, fcntl.LOCK_EX)
         yield
