@@ -36,7 +36,7 @@ from auditor.core.results import (
 )
 
 DEFAULT_TIMEOUT = 300.0
-DEFAULT_CHECKS = ("build", "decorate", "pickle")
+DEFAULT_CHECKS = ("build", "decorate", "pickle", "backend")
 DEFAULT_POLICIES = ("legacy", "fixed", "fixed-no-config-skip")
 WORKER_LOG = "workers.log"  # the workers' stdout and stderr, in the output directory
 SUMMARY_FILE = "summary.md"
