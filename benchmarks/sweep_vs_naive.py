@@ -59,6 +59,8 @@ def seconds_by_check(results: Path) -> dict[str, float]:
     totals: dict[str, float] = {}
     for line in results.read_text().splitlines()[1:]:
         row = json.loads(line)
+        if row.get("kind") != "result":  # the completion records of results format 2
+            continue
         totals[row["check"]] = totals.get(row["check"], 0.0) + row.get("seconds", 0.0)
     return {check: round(seconds, 1) for check, seconds in totals.items()}
 
