@@ -90,12 +90,7 @@ def _plan(args: argparse.Namespace) -> UpgradePlan:
     """Everything that can be wrong with the command line, found before any venv is touched."""
     from auditor.checks import available
 
-    if args.resume and args.overwrite:
-        raise UsageError("--resume and --overwrite contradict each other")
-    if args.jobs is not None and args.jobs < 1:
-        raise UsageError("--jobs must be at least 1")
-    if args.timeout is not None and args.timeout <= 0:
-        raise UsageError("--timeout must be a positive number of seconds")
+    check_limits(args)
     # Both sides get the checks and policies explicitly: they run this checkout, and a default
     # that changes between the two sweeps would make their columns differ.
     checks = args.checks if args.checks is not None else DEFAULT_CHECKS
@@ -124,6 +119,17 @@ def _plan(args: argparse.Namespace) -> UpgradePlan:
     except UpgradeSpecError as exc:
         raise UsageError(str(exc)) from None
     return plan
+
+
+def check_limits(args: argparse.Namespace) -> None:
+    """The options of the sweeps a command runs in venvs (upgrade-check, versions), checked
+    before any venv is touched."""
+    if args.resume and args.overwrite:
+        raise UsageError("--resume and --overwrite contradict each other")
+    if args.jobs is not None and args.jobs < 1:
+        raise UsageError("--jobs must be at least 1")
+    if args.timeout is not None and args.timeout <= 0:
+        raise UsageError("--timeout must be a positive number of seconds")
 
 
 def _read_allow_list(path: Path) -> None:

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from auditor.cli import EXIT_INTERRUPTED, EXIT_OK, UsageError, read_results
 from auditor.cli.releases import NOX, index_releases, require_nox, run_step, venv_lock
-from auditor.cli.upgrade import NOXFILE
+from auditor.cli.upgrade import NOXFILE, check_limits
 from auditor.core.results import RESULTS_FILE
 from auditor.upgrade.plan import installed_mismatch, parse_transformers, sweep_flags
 from auditor.upgrade.ranges import pass_ranges, ranges_csv, ranges_html
@@ -92,12 +92,7 @@ def _plan(args: argparse.Namespace):
 
     if not args.releases:
         raise UsageError("name the releases: a list such as 5.20.0,5.22.0 or a specifier such as '>=5.20,<5.25'")
-    if args.resume and args.overwrite:
-        raise UsageError("--resume and --overwrite contradict each other")
-    if args.jobs is not None and args.jobs < 1:
-        raise UsageError("--jobs must be at least 1")
-    if args.timeout is not None and args.timeout <= 0:
-        raise UsageError("--timeout must be a positive number of seconds")
+    check_limits(args)
     if args.ray_address and args.executor != "ray":
         raise UsageError("--ray-address needs --executor ray")
     shard = ""

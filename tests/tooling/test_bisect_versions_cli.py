@@ -29,7 +29,7 @@ def fake(tmp_path, monkeypatch):
     for module in (bisect_cli, versions_cli):
         fake_releases.patch(module)
         monkeypatch.setattr(module, "index_releases", lambda: RELEASES)
-    monkeypatch.setattr("auditor.checks.available", lambda: ["build", "decorate", "pickle"])  # no torch import
+    monkeypatch.setattr("auditor.checks.available", lambda: ["build", "decorate", "pickle", "backend"])  # no torch import
     monkeypatch.chdir(tmp_path)
     conf = tmp_path / "fake.json"
     monkeypatch.setenv(fake_releases.ENV, str(conf))
