@@ -26,8 +26,8 @@ from auditor.cli import EXIT_INTERRUPTED, EXIT_OK, UsageError, read_results
 from auditor.cli.releases import NOX, index_releases, require_nox, run_step, venv_lock
 from auditor.cli.upgrade import NOXFILE, check_limits
 from auditor.core.results import RESULTS_FILE
+from auditor.report.ranges import ranges_csv, ranges_html, release_ranges
 from auditor.upgrade.plan import installed_mismatch, parse_transformers, sweep_flags
-from auditor.upgrade.ranges import pass_ranges, ranges_csv, ranges_html
 from auditor.upgrade.releases import ReleaseError, resolve_releases
 from auditor.upgrade.venvs import RELEASES_ENVDIR, release_steps
 
@@ -143,7 +143,6 @@ def _merge(outdir: Path) -> int:
     from packaging.version import InvalidVersion, Version
 
     from auditor.report import write_report
-    from auditor.report.matrix import cell_results
 
     paths = sorted(p.parent for p in outdir.glob(f"*/**/{RESULTS_FILE}"))
     if not paths:
@@ -154,22 +153,16 @@ def _merge(outdir: Path) -> int:
     except InvalidVersion:
         raise UsageError("a run under it used a transformers that is not a release: "
                          f"{', '.join(sorted({r.info.transformers for r in runs}))}") from None
-    groups: dict[str, list] = {}
-    for run in runs:
-        groups.setdefault(run.info.transformers, []).append(run)  # a release's shards: one group
-    by_release = {release: {(model_type, column): result
-                            for (_, model_type, column), result in cell_results(group).items()}
-                  for release, group in groups.items()}
-    ranges = pass_ranges(by_release)
+    releases, ranges = release_ranges(runs, minimum=1)  # every transformers is a release: sorted above
     try:
         written = write_report(runs, outdir)
-        for name, text in zip(RANGE_FILES, (ranges_csv(ranges), ranges_html(ranges, list(by_release))), strict=True):
+        for name, text in zip(RANGE_FILES, (ranges_csv(ranges), ranges_html(ranges, releases)), strict=True):
             (outdir / name).write_text(text, encoding="utf-8")
             written.append(outdir / name)
     except OSError as exc:
         raise UsageError(f"cannot write to {outdir}: {exc.strerror or exc}") from None
     never = sum(1 for r in ranges if not r.lowest)
-    print(f"{len(by_release)} releases ({', '.join(by_release)}), {len(ranges)} cells; "
+    print(f"{len(releases)} releases ({', '.join(releases)}), {len(ranges)} cells; "
           f"{never} pass in none of them, {sum(1 for r in ranges if r.not_passing)} fail between two that pass")
     print("\n".join(f"wrote {p}" for p in written))
     return EXIT_OK

@@ -10,6 +10,7 @@ from auditor.report import templating
 from auditor.report.charts import horizontal_bars
 from auditor.report.environments import differences, group_labels, sentence, side_by_side
 from auditor.report.matrix import build_matrix, run_name
+from auditor.report.ranges import release_ranges
 from auditor.report.shards import shard_coverage
 from auditor.report.statuses import legend
 from auditor.report.summary import (
@@ -22,6 +23,7 @@ from auditor.report.summary import (
 )
 
 FAILURES_SHOWN = 30
+RANGES_SHOWN = 500  # pass-range rows in the page; minmax.csv (auditor versions) has them all
 
 
 @dataclass(frozen=True)
@@ -55,6 +57,7 @@ def render_report(runs: Sequence[Run], title: str = "Model sweep report") -> str
         legend_index={s.name: i for i, s in enumerate(present)},
         status_totals=dict(Counts.of(c.status for _, _, c in cells).items),
         summaries=column_summaries(matrix),
+        pass_ranges=_pass_ranges(runs),
         side_by_side=side_by_side(matrix) if len(matrix.groups) > 1 else (),
         differences=differences(runs),
         differ_in=sentence(differences(runs)),
@@ -75,3 +78,15 @@ def render_report(runs: Sequence[Run], title: str = "Model sweep report") -> str
         },
     )
     return templating.render("report.html.j2", **context)
+
+
+def _pass_ranges(runs: Sequence[Run]) -> dict | None:
+    """The min/max table of runs under two or more transformers releases: the cells that do not
+    pass in every release that has them (the unbroken ones are only counted)."""
+    found = release_ranges(runs)
+    if found is None:
+        return None
+    releases, ranges = found
+    broken = [r for r in ranges if not r.unbroken]
+    return {"releases": releases, "rows": broken[:RANGES_SHOWN], "more": max(0, len(broken) - RANGES_SHOWN),
+            "unbroken": len(ranges) - len(broken), "total": len(ranges)}

@@ -53,3 +53,20 @@ def test_side_by_side_marks_the_columns_whose_counts_differ(tmp_path):
 def test_the_markdown_summary_names_them_too(tmp_path):
     text = render_summary(_runs(tmp_path))
     assert "The environments differ in Python (3.10.13, 3.11.7) and transformers (5.20.2, 5.24.0)" in text
+
+
+def test_a_report_across_releases_has_the_pass_range_table(tmp_path):
+    """The min/max table a model registry keeps by hand, in report.html of any merged run
+    whose environments are transformers releases (as `auditor versions` writes them)."""
+    old = write_run(tmp_path / "a", [result("llama", "build"), result("bert", "error", signature="E: x")],
+                    label="a", transformers="5.17.0")
+    new = write_run(tmp_path / "b", [result("llama", "build"), result("bert", "build"), result("gte", "build")],
+                    label="b", transformers="5.18.0")
+    html = render_report([read_run(old), read_run(new)])
+    assert 'id="pass-ranges"' in html and "of 3 cells, 1 are in every release and pass in each" in html
+    rows = {m: html.split(f'<tr data-model="{m}" data-column="build">', 1)[1].split("</tr>", 1)[0]
+            for m in ("bert", "gte")}
+    assert "<td>5.18.0</td><td>5.18.0</td>" in rows["bert"]  # lowest and highest pass
+    assert rows["gte"].endswith("<td>5.17.0</td>")  # absent in the older release: its minimum is 5.18.0
+    assert 'data-model="llama" data-column="build">' not in html.split('id="pass-ranges"', 1)[1].split("</section>", 1)[0]
+    assert 'id="pass-ranges"' not in render_report([read_run(old)])

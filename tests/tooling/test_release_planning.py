@@ -28,7 +28,7 @@ from auditor.upgrade.bisect import (
     sweep_selection,
 )
 from auditor.upgrade.plan import parse_transformers
-from auditor.upgrade.ranges import pass_ranges, ranges_csv, ranges_html
+from auditor.report.ranges import pass_ranges, ranges_csv, ranges_html
 from auditor.upgrade.releases import (
     ReleaseError,
     final_releases,

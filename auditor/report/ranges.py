@@ -2,8 +2,9 @@
 
 vLLM's tests/models/registry.py keeps `min_transformers_version` / `max_transformers_version`
 per architecture by hand; `auditor versions` computes the same per model type and column from
-one sweep per release. A cell passes where its status is a pass (`Status.ok`). Between the two
-ends a cell may fail in some release: those are listed, so a range is never read as unbroken
+one sweep per release, and every merged report whose environments are transformers releases
+shows it (`release_ranges`). A cell passes where its status is a pass (`Status.ok`). Between the
+two ends a cell may fail in some release: those are listed, so a range is never read as unbroken
 when it is not. Pure: cells in, rows and text out.
 """
 
@@ -17,7 +18,7 @@ from dataclasses import dataclass
 
 from packaging.version import Version
 
-from auditor.core.results import Result
+from auditor.core.results import Result, Run
 
 FIELDS = ("model_type", "column", "lowest_pass", "highest_pass", "not_passing_within", "absent_in", "releases")
 
@@ -31,6 +32,12 @@ class PassRange:
     not_passing: tuple[tuple[str, str], ...]  # (release, status) strictly between lowest and highest
     absent_in: tuple[str, ...]  # releases swept that lack the cell (the type is newer, or was removed)
     releases: tuple[str, ...]  # releases that have the cell
+
+    @property
+    def unbroken(self) -> bool:
+        """It is in every release swept and passes in each: nothing for a registry to record."""
+        return bool(self.lowest) and not self.not_passing and not self.absent_in \
+            and self.lowest == self.releases[0] and self.highest == self.releases[-1]
 
     def row(self) -> dict[str, str]:
         return {"model_type": self.model_type, "column": self.column, "lowest_pass": self.lowest,
@@ -55,6 +62,29 @@ def pass_ranges(by_release: Mapping[str, Mapping[tuple[str, str], Result]]) -> l
                                 tuple(r for r in releases if (model_type, column) not in by_release[r]),
                                 tuple(r for r, _ in present)))
     return ranges
+
+
+def release_ranges(runs: Sequence[Run], minimum: int = 2) -> tuple[list[str], list[PassRange]] | None:
+    """The releases (oldest first) and the pass ranges of runs made under `minimum` or more
+    transformers releases (a release's shards are one group; the first row read wins a cell, as
+    in the matrix); None when the runs share one transformers or one is not a release."""
+    from packaging.version import InvalidVersion
+
+    from auditor.report.matrix import cell_results
+
+    groups: dict[str, list[Run]] = {}
+    for run in runs:
+        groups.setdefault(run.info.transformers, []).append(run)
+    try:
+        releases = sorted(groups, key=Version)
+    except InvalidVersion:
+        return None
+    if len(releases) < minimum:
+        return None
+    by_release = {release: {(model_type, column): result
+                            for (_, model_type, column), result in cell_results(groups[release]).items()}
+                  for release in releases}
+    return releases, pass_ranges(by_release)
 
 
 def ranges_csv(ranges: Sequence[PassRange]) -> str:
