@@ -331,10 +331,15 @@ class ResultsWriter:
         data = text.encode("utf-8")
         seconds = float(os.environ.get(PAUSE_ENV) or 0) if pause else 0.0
         if seconds:
-            self._write(data[: len(data) // 2])
+            # Cut after the unit's first whole row and one byte of the next, whatever the rows'
+            # sizes (a build row with its config fingerprint can be half the unit): a reader then
+            # sees both a torn last line and rows without their completion record.
+            first = data.find(b"\n") + 1
+            cut = first + 1 if 0 < first < len(data) - 1 else len(data) // 2
+            self._write(data[:cut])
             os.fsync(self._file.fileno())
             time.sleep(seconds)
-            data = data[len(data) // 2:]
+            data = data[cut:]
         self._write(data)
         os.fsync(self._file.fileno())
 
