@@ -9,6 +9,7 @@ import pytest
 
 from auditor.core.results import Result
 from auditor.core.status import Status
+from auditor.report.ranges import pass_ranges, ranges_csv, ranges_html
 from auditor.upgrade.bisect import (
     GIT_BAD,
     GIT_GOOD,
@@ -28,7 +29,6 @@ from auditor.upgrade.bisect import (
     sweep_selection,
 )
 from auditor.upgrade.plan import parse_transformers
-from auditor.report.ranges import pass_ranges, ranges_csv, ranges_html
 from auditor.upgrade.releases import (
     ReleaseError,
     final_releases,
