@@ -343,15 +343,26 @@ def attention_gate(model, vllm_config) -> Verdict:
     `vllm_config`: the model's config with its text config's implementation set to "vllm"."""
     from auditor.models.vllm_build import VLLM_ATTN_IMPL, VLLM_MLA_ATTN_IMPL
 
+    def dispatching():
+        for qual, child in _walk(model, vocab_embeddings(model, vllm_config)):
+            if not dispatches(type(child).forward):
+                continue
+            if getattr(getattr(child, "config", None), "_attn_implementation", None) not in (VLLM_ATTN_IMPL,
+                                                                                         VLLM_MLA_ATTN_IMPL):
+                continue
+            index = getattr(child, "layer_idx", None)
+            if isinstance(index, int):
+                yield qual, index
+
+    return layers_verdict(dispatching(), vllm_config)
+
+
+def layers_verdict(dispatching, vllm_config) -> Verdict:
+    """vLLM's rule on the modules that dispatch attention, `(qualified name, layer index)` pairs
+    however they were found (the emulation's walk, or vLLM's own AttentionFuser): one module per
+    layer 0..num_hidden_layers-1 (base.py:628-640)."""
     found: dict[int, str] = {}
-    for qual, child in _walk(model, vocab_embeddings(model, vllm_config)):
-        if not dispatches(type(child).forward):
-            continue
-        if getattr(getattr(child, "config", None), "_attn_implementation", None) not in (VLLM_ATTN_IMPL, VLLM_MLA_ATTN_IMPL):
-            continue
-        index = getattr(child, "layer_idx", None)
-        if not isinstance(index, int):
-            continue
+    for qual, index in dispatching:
         if index in found:
             return Verdict(False, f"ValueError: Layer {index} dispatches attention from more than one module "
                                   f"({found[index]} and {qual}), which one vLLM attention layer cannot serve.",

@@ -98,31 +98,18 @@ def tp_plan_gate(model):
 def attention_gate(model, vllm_config):
     from vllm.model_executor.models.transformers.fusers.attention import AttentionFuser
 
-    from auditor.models.backend_gates import _walk, vocab_embeddings
+    from auditor.models.backend_gates import _walk, layers_verdict, vocab_embeddings
 
-    found: dict[int, str] = {}
-    for qual, child in _walk(model, vocab_embeddings(model, vllm_config)):
-        fuser = AttentionFuser.match(None, child)
-        if fuser is None or not fuser.validate(child, None):
-            continue
-        index = fuser.layer_index(child)
-        if index is None:
-            continue
-        if index in found:
-            return _verdict(False, f"ValueError: Layer {index} dispatches attention from more than one module "
-                                   f"({found[index]} and {qual}), which one vLLM attention layer cannot serve.",
-                            {"layer": index})
-        found[index] = qual
-    text = vllm_config.get_text_config()
-    layer_types = getattr(text, "layer_types", None)
-    n_layers = getattr(text, "num_hidden_layers", 0) or 0
-    for i in range(n_layers):
-        if i not in found:
-            layer = f"{i} ({layer_types[i]})" if layer_types and i < len(layer_types) else str(i)
-            return _verdict(False, f"ValueError: Layer {layer} does not dispatch through the Transformers attention "
-                                   "interface and vLLM has no other way to handle it.",
-                            {"layer": i, "layers_dispatching": len(found)})
-    return _verdict(True, f"{n_layers} layers dispatch", {"layers_dispatching": len(found)})
+    def dispatching():
+        for qual, child in _walk(model, vocab_embeddings(model, vllm_config)):
+            fuser = AttentionFuser.match(None, child)
+            if fuser is None or not fuser.validate(child, None):
+                continue
+            index = fuser.layer_index(child)
+            if index is not None:
+                yield qual, index
+
+    return layers_verdict(dispatching(), vllm_config)
 
 
 def version_gate(feature: str, floor: str, installed: str):
