@@ -43,8 +43,9 @@ def render_summary(runs: Sequence[Run], *, limit: int = LIMIT) -> str:
     matrix = build_matrix(runs)
     policies = _policies(runs)
     probes = {col.column: _split(col.column, policies) for col in matrix.columns}
-    head = "\n".join([*_heading(runs, matrix), "", *_policy_table(matrix, probes, policies), "",
-                      *_other_table(matrix, probes)]).rstrip() + "\n"
+    cells = _cell_texts(matrix)
+    head = "\n".join([*_heading(runs, matrix), "", *_policy_table(matrix, probes, policies, cells), "",
+                      *_other_table(matrix, probes, cells)]).rstrip() + "\n"
     if len(head) > limit:  # only a run with absurdly many columns: keep what fits
         return _cut(head, limit)
     budget = limit - len(head)
@@ -83,7 +84,7 @@ def _policies(runs: Sequence[Run]) -> list[str]:
     return list(dict.fromkeys([*named, *(r.policy for run in runs for r in run.results if r.policy)]))
 
 
-def _policy_table(matrix: Matrix, probes: dict[str, _Probe], policies: list[str]) -> list[str]:
+def _policy_table(matrix: Matrix, probes: dict[str, _Probe], policies: list[str], cells: dict) -> list[str]:
     with_policy = [col for col in matrix.columns if probes[col.column].policy]
     if not with_policy:
         return []
@@ -92,7 +93,6 @@ def _policy_table(matrix: Matrix, probes: dict[str, _Probe], policies: list[str]
     heads = sorted(dict.fromkeys((col.environment, probes[col.column].policy) for col in with_policy),
                    key=lambda head: (matrix.environments.index(head[0]), order[head[1]]))
     rows = sorted({probes[col.column].probe for col in with_policy}, key=column_order)
-    cells = _cell_texts(matrix)
     index = {(col.environment, probes[col.column].probe, probes[col.column].policy): col for col in with_policy}
     titles = [f"{_esc(policy)} ({_esc(env)})" if several else _esc(policy) for env, policy in heads]
     lines = ["| probe | " + " | ".join(titles) + " |", "|---|" + "---|" * len(heads)]
@@ -102,12 +102,11 @@ def _policy_table(matrix: Matrix, probes: dict[str, _Probe], policies: list[str]
     return lines
 
 
-def _other_table(matrix: Matrix, probes: dict[str, _Probe]) -> list[str]:
+def _other_table(matrix: Matrix, probes: dict[str, _Probe], cells: dict) -> list[str]:
     plain = [col for col in matrix.columns if not probes[col.column].policy]
     if not plain:
         return []
     environments = list(dict.fromkeys(col.environment for col in plain))
-    cells = _cell_texts(matrix)
     index = {(col.environment, col.column): col for col in plain}
     names = sorted({col.column for col in plain}, key=column_order)
     titles = [_esc(env) for env in environments] if len(environments) > 1 else ["result"]

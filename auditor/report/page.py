@@ -42,6 +42,7 @@ def run_view(run: Run) -> RunView:
 def render_report(runs: Sequence[Run], title: str = "Model sweep report") -> str:
     matrix = build_matrix(runs)
     cells = matrix.cells()
+    differ = differences(runs)
     present = legend(c.status for _, _, c in cells)
     all_failures = failure_groups(matrix, limit=None)
     columns = matrix.columns
@@ -59,9 +60,9 @@ def render_report(runs: Sequence[Run], title: str = "Model sweep report") -> str
         summaries=column_summaries(matrix),
         pass_ranges=_pass_ranges(runs),
         side_by_side=side_by_side(matrix) if len(matrix.groups) > 1 else (),
-        differences=differences(runs),
-        differ_in=sentence(differences(runs)),
-        group_labels=group_labels(differences(runs)),
+        differences=differ,
+        differ_in=sentence(differ),
+        group_labels=group_labels(differ),
         findings=findings(matrix),
         unreachable=unreachable(matrix),
         unreachable_types=sorted({model_type for _, model_type in unreachable(matrix)}),
