@@ -2,7 +2,7 @@
 
 In one process, for each model type: the plain meta build (what CaseContext makes for every
 check), then the backend check's emulated rows as the sweep computes them (the plain build
-standing in for vLLM's where auditor.models.vllm_build.needs_own_build allows it), then, with
+standing in for vLLM's where auditor.engines.vllm.build.needs_own_build allows it), then, with
 --validate, the same rows with vLLM's build made for every type. Prints the time of each
 part and every row the shortcut changes.
 
@@ -27,7 +27,7 @@ def main() -> int:
     transformers.logging.set_verbosity_error()
     from auditor.checks import get
     from auditor.checks.interface import CaseContext, Options
-    from auditor.models import vllm_build
+    from auditor.engines.vllm import build as vllm_build
     from auditor.models.cases import discover, select
 
     cases = select(discover(), [m for m in args.models.split(",") if m])

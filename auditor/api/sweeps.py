@@ -446,6 +446,8 @@ def _check_transformers() -> None:
 
     from packaging.requirements import Requirement
 
+    from auditor.core.extras import install_command
+
     try:
         declared = next(Requirement(r) for r in importlib.metadata.requires("model-sweep-auditor") or ()
                         if Requirement(r).name == "transformers")
@@ -454,8 +456,8 @@ def _check_transformers() -> None:
         return  # run from a source tree that is not installed: nothing declared to hold it to
     if not declared.specifier.contains(installed, prereleases=True):
         raise InputError(f"transformers {installed} is outside the range this auditor supports and tests "
-                         f"({declared.specifier}); install a supported transformers (pip install "
-                         f"'{declared}'), or an older model-sweep-auditor")
+                         f"({declared.specifier}); install a supported transformers "
+                         f"({install_command(str(declared))}), or an older model-sweep-auditor")
 
 
 def validated_device(device: str | None, backend: str | None, checks: Sequence[str]) -> tuple[str, str]:
@@ -497,12 +499,12 @@ def _check_requirements(checks: tuple[str, ...]) -> None:
     import importlib.util
 
     from auditor.checks import get
+    from auditor.core.extras import install_hint
 
     for name in checks:
         missing = [module for module in get(name).requires if importlib.util.find_spec(module) is None]
         if missing:
-            raise InputError(f"check {name!r} needs {', '.join(missing)} installed "
-                             f"(pip install 'model-sweep-auditor[{missing[0]}]')")
+            raise InputError(f"check {name!r} needs {', '.join(missing)} installed ({install_hint(missing[0])})")
 
 
 def _check_executor(request: SweepRequest, checks: tuple[str, ...]) -> None:
@@ -515,10 +517,10 @@ def _check_executor(request: SweepRequest, checks: tuple[str, ...]) -> None:
             raise InputError("--ray-address and --gpus-per-task need --executor ray")
         return
     from auditor.checks import available, model_runners
-    from auditor.remote.ray_trip import INSTALL_HINT
+    from auditor.core.extras import install_hint
 
     if importlib.util.find_spec("ray") is None:
-        raise InputError(f"--executor ray needs Ray installed: {INSTALL_HINT}")
+        raise InputError(f"--executor ray needs Ray installed: {install_hint('ray')}")
     for given, flag in ((str(request.max_memory).strip().lower() != "auto", "--max-memory"),
                         (request.max_tasks_per_worker, "--max-tasks-per-worker")):
         if given:
@@ -564,16 +566,16 @@ def _remote_cases(directories: Sequence[str]):
 
 
 def _validated_policies(names: Sequence[str]) -> tuple[str, ...]:
-    import importlib.util
-
+    from auditor import engines  # registers the engines' policies (vllm)
     from auditor.decorators import get_policy
 
     policies = tuple(dict.fromkeys(_listed(names)))
     if not policies:
         raise InputError("--policies is empty")
     for name in policies:
-        if name == "vllm" and importlib.util.find_spec("vllm") is None:
-            raise InputError("policy 'vllm' needs vLLM installed: pip install 'model-sweep-auditor[vllm]'")
+        engine = engines.by_policy(name)
+        if engine is not None and not engine.installed:
+            raise InputError(f"policy {name!r} needs {engine.title} installed: {engine.install_hint}")
         try:
             get_policy(name)
         except (ValueError, ImportError) as exc:

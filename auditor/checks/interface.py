@@ -7,9 +7,13 @@ check only handles the outcomes that are its own (a refusal, a skip).
 from __future__ import annotations
 
 import abc
+import contextlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+# Imported for the engines' decorator policies too (`vllm`): registered with the decorator
+# registry on import, so every check resolves them.
+from auditor import engines
 from auditor.core.results import Result
 from auditor.core.status import Failure, Phase, classify
 from auditor.models.cases import ModelCase
@@ -78,7 +82,7 @@ class CaseContext:
         self._failure: BaseException | None = None
         self._config_failure: BaseException | None = None
         self._constructions = None
-        self._attention_reads = None
+        self._engine_notes: dict[str, object] = {}
 
     def config(self):
         """The model type's default config; for a case of `--remote-code DIR`, the directory's
@@ -113,30 +117,30 @@ class CaseContext:
         """The plain meta-built model, built once; re-raises the build's failure each time."""
         from auditor.models.construction_log import constructions
         from auditor.models.meta import build_on_meta
-        from auditor.models.vllm_build import reads_attention
 
         if self._failure is not None:
             raise self._failure
         if self._model is None:
             config = self.config()
             try:
-                with constructions() as log, reads_attention() as reads:
+                with constructions() as log, contextlib.ExitStack() as stack:
+                    notes = {engine.name: stack.enter_context(engine.build.observe()) for engine in engines.all()}
                     self._model = build_on_meta(config, trust_remote_code=bool(self.case.remote_code))
             except BaseException as exc:
                 self._failure = exc
                 raise
             self._constructions = log
-            self._attention_reads = reads
+            self._engine_notes = notes
         return self._model
 
-    def attention_reads(self):
-        """Who read the config's attention implementation during the plain build
-        (auditor.models.vllm_build.reads_attention); None when the build failed."""
+    def engine_notes(self, engine: str):
+        """What engine `engine` noted during the plain build (its BuildSettings.observe: for
+        vLLM, who read the config's attention implementation); None when the build failed."""
         try:
             self.model()
         except Exception:
             return None
-        return self._attention_reads
+        return self._engine_notes[engine]
 
     def constructions(self):
         """The plain build's ConstructionLog (auditor.models.construction_log): what the decorate

@@ -4,13 +4,15 @@ vLLM keeps a registry of config classes (`vllm.transformers_utils.config._CONFIG
 that it uses instead of transformers' class for some model types. For those types this
 check builds the model from vLLM's class, plainly and under each decorator policy, as
 extra rows (`vllm-config/build`, `vllm-config/<component>/<policy>`). Other types get one
-`skipped` row. Needs vLLM (`pip install 'model-sweep-auditor[vllm]'`).
+`skipped` row. Needs vLLM (its install hint: auditor.core.extras); the class comes from the
+engine (auditor/engines/vllm/config.py).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
+from auditor import engines
 from auditor.checks import register
 from auditor.checks.interface import CaseContext, Check, Options
 from auditor.core.results import Result
@@ -18,34 +20,21 @@ from auditor.core.status import Failure, Phase, Status, classify
 from auditor.decorators.verdicts import verdicts
 from auditor.models.cases import ModelCase
 
-
-def vllm_config_class(model_type: str) -> type | None:
-    """vLLM's own config class for `model_type`, or None when vLLM uses transformers' class."""
-    from transformers.models.auto.configuration_auto import CONFIG_MAPPING
-    from vllm.transformers_utils.config import _CONFIG_REGISTRY
-
-    if model_type not in dict.keys(_CONFIG_REGISTRY):
-        return None
-    cls = _CONFIG_REGISTRY[model_type]
-    try:
-        own = CONFIG_MAPPING[model_type]
-    except KeyError:
-        own = None
-    return None if cls is own else cls
+_ENGINE = engines.get("vllm")
 
 
 @register
 class VllmConfigCheck(Check):
     name = "vllm-config"
-    requires = ("vllm",)
+    requires = (_ENGINE.package,)
 
     def run(self, case: ModelCase, context: CaseContext) -> Iterator[Result]:
         from auditor.models.meta import build_on_meta, model_facts
 
-        cls = vllm_config_class(case.model_type)
+        cls = _ENGINE.config_class(case.model_type)
         if cls is None:
             yield Result(case.model_type, self.name, Status.SKIPPED, component="build",
-                         message="vLLM uses transformers' own config class for this type")
+                         message=f"{_ENGINE.title} uses transformers' own config class for this type")
             return
         where = f"{cls.__module__}.{cls.__qualname__}"
         try:

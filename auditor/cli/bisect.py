@@ -146,6 +146,7 @@ def _probe(args: argparse.Namespace, outdir: Path) -> _Probe:
 
 
 def _is_policy(name: str) -> bool:
+    import auditor.engines  # noqa: F401  (registers the engines' policies)
     from auditor.decorators.policies import CHECK_POLICIES
     from auditor.decorators.registry import ALIASES
 

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from auditor.cli import UsageError, read_results
 from auditor.cli.upgrade import NOXFILE, _stderr_fd, _venv_lock
+from auditor.core.extras import NOX_HINT
 from auditor.upgrade.plan import Step
 from auditor.upgrade.releases import ReleaseError, parse_index_versions
 
@@ -35,7 +36,7 @@ def index_releases() -> tuple[str, ...]:
 
 def require_nox(what: str) -> None:
     if importlib.util.find_spec("nox") is None:
-        raise UsageError(f"{what} runs nox: pip install nox (or the project's [test] extra)")
+        raise UsageError(f"{what} runs nox: {NOX_HINT}")
     if not NOXFILE.is_file():
         raise UsageError(f"{what} needs the project's noxfile, not found at {NOXFILE}: "
                          "run it from a checkout of model-sweep-auditor")

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from auditor.cli import EXIT_INTERRUPTED, EXIT_OK, UsageError, read_results
 from auditor.cli.sweep import DEFAULT_CHECKS, DEFAULT_POLICIES
+from auditor.core.extras import NOX_HINT
 from auditor.core.results import RESULTS_FILE
 from auditor.upgrade.plan import (
     UpgradePlan,
@@ -100,7 +101,7 @@ def _plan(args: argparse.Namespace) -> UpgradePlan:
         raise UsageError(f"unknown check(s) {', '.join(unknown) or '(none given)'}; "
                          f"available: {', '.join(available())}")
     if importlib.util.find_spec("nox") is None:
-        raise UsageError("upgrade-check runs nox: pip install nox (or the project's [test] extra)")
+        raise UsageError(f"upgrade-check runs nox: {NOX_HINT}")
     if not NOXFILE.is_file():
         raise UsageError(f"upgrade-check needs the project's noxfile, not found at {NOXFILE}: "
                          "run it from a checkout of model-sweep-auditor")

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 import traceback
 from dataclasses import dataclass
 from enum import Enum
@@ -40,7 +41,7 @@ class Status(str, Enum):
     SKIPPED = "skipped"
     # The auditor's own code failed: a bug of ours, never the model's (the message says where).
     AUDITOR_ERROR = "auditor-error"
-    # The backend check: vLLM's Transformers modeling backend would stop at this gate.
+    # The backend check: a serving engine would stop at this gate.
     UNSUPPORTED = "unsupported"
     # Outcomes of the compile check (a failed build there keeps the statuses above).
     COMPILED = "compiled"
@@ -77,7 +78,7 @@ DESCRIPTIONS: dict[Status, str] = {
     Status.OOM: "`MemoryError`, or the worker went over `--max-memory`",
     Status.SKIPPED: "the check does not apply; the message says why",
     Status.AUDITOR_ERROR: "the auditor's own code failed (a bug of ours, not the model's); the message names the auditor line",
-    Status.UNSUPPORTED: "backend check: vLLM's Transformers modeling backend stops at this gate, with its own message",
+    Status.UNSUPPORTED: "backend check: a serving engine's gate refused the model, with the engine's own message",
     Status.COMPILED: "compile check: one graph for both sequence lengths, output equal to eager (OK, like `build`)",
     Status.GRAPH_BREAK: "compile check: `torch.compile(fullgraph=True)` hit a graph break; extras say why and where",
     Status.RECOMPILED: "compile check: the second sequence length needed another graph",
@@ -284,9 +285,11 @@ def is_refusal(exc: BaseException) -> bool:
 
 _STDLIB = os.path.dirname(os.path.abspath(os.__file__))
 _AUDITOR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the auditor package
-# Where the auditor emulates the thing under audit: the decorator's own failures there are the
-# decorator's (refused, check-error), not an auditor bug.
-_AUDITED = (os.path.join(_AUDITOR, "decorators") + os.sep,)
+# Where the auditor emulates or wraps the thing under audit, the module (or its package's
+# __init__) says so with a top-level `AUDITED = True` (the decorators package, an engine's
+# decorator adapter): the decorator's own failures there are the decorator's (refused,
+# check-error), not an auditor bug.
+AUDITED_MARK = "AUDITED"
 # Exceptions that mean a programming error where they are raised. The auditor raises its
 # deliberate verdicts as StatusErrors or ValueErrors, never as these.
 _BUG_TYPES = (AttributeError, ImportError, NameError, TypeError, KeyError, IndexError, AssertionError)
@@ -303,15 +306,24 @@ def auditor_bug_at(exc: BaseException) -> str:
     """
     if not isinstance(exc, _BUG_TYPES) or isinstance(exc, ModuleNotFoundError):
         return ""
-    for frame in reversed(traceback.extract_tb(exc.__traceback__)):
-        if _is_stdlib(frame.filename) or (frame.name == "__getattr__" and
-                                          frame.filename.endswith(os.path.join("torch", "nn", "modules", "module.py"))):
+    for frame, lineno in reversed(list(traceback.walk_tb(exc.__traceback__))):
+        filename = frame.f_code.co_filename
+        if _is_stdlib(filename) or (frame.f_code.co_name == "__getattr__" and
+                                    filename.endswith(os.path.join("torch", "nn", "modules", "module.py"))):
             continue
-        path = os.path.abspath(frame.filename)
-        if path.startswith(_AUDITOR + os.sep) and not path.startswith(_AUDITED):
-            return f"{os.path.relpath(path, os.path.dirname(_AUDITOR))}:{frame.lineno}"
+        path = os.path.abspath(filename)
+        if path.startswith(_AUDITOR + os.sep) and not _audited(frame.f_globals):
+            return f"{os.path.relpath(path, os.path.dirname(_AUDITOR))}:{lineno}"
         return ""
     return ""
+
+
+def _audited(module_globals: dict) -> bool:
+    """Whether a frame's module, or the package it is in, carries the AUDITED mark."""
+    if module_globals.get(AUDITED_MARK) is True:
+        return True
+    package = sys.modules.get(module_globals.get("__package__") or "")
+    return getattr(package, AUDITED_MARK, False) is True
 
 
 def raised_in(exc: BaseException, files: frozenset[str]) -> bool:

@@ -3,8 +3,9 @@
 Public API:
 
 * `get_policy(name) -> Decorator`: `legacy` (vLLM's check as shipped),
-  `fixed`, `fixed-no-config-skip`, `vllm` (vLLM's real decorator, needs vllm),
-  `external:MODULE:ATTR`. ValueError for an unknown name.
+  `fixed`, `fixed-no-config-skip`, `external:MODULE:ATTR`, and the names engines
+  register (`register_alias`; auditor.engines registers `vllm`, vLLM's real decorator,
+  which needs vllm). ValueError for an unknown name.
 * `decorated(cls, decorator, dynamic_arg_dims=None)`: context manager that
   decorates `cls` in place, yields it and restores it exactly on exit.
 * `decorate(cls, decorator, dynamic_arg_dims=None) -> cls`: decorate in place
@@ -17,7 +18,6 @@ Public API:
 * `Decorator`, `CheckPolicy`: the two plug-in interfaces (see interface.py);
   `OwnDecorator` (the project's decorator with one policy) and
   `ExternalDecorator` (`external:MODULE:ATTR`) are the two kinds of Decorator.
-* `VllmUnavailableError` (an ImportError): the `vllm` policy used without vllm.
 
 What a failure under a decorator means is judged by the one classifier::
 
@@ -32,10 +32,13 @@ What a failure under a decorator means is judged by the one classifier::
 from auditor.decorators.external import ExternalDecorator
 from auditor.decorators.interface import CheckPolicy, Decorator, DynamicArgDims, refusal
 from auditor.decorators.outcome import DecorateError, decorate
-from auditor.decorators.registry import POLICY_NAMES, get_policy
+from auditor.decorators.registry import get_policy, policy_names, register_alias
 from auditor.decorators.restore import ClassSnapshot, decorated
 from auditor.decorators.support import CompileSettings, OwnDecorator, support_torch_compile
-from auditor.decorators.vllm_adapter import VllmUnavailableError
+
+# Every module of this package is the decorator under audit (or its emulation): a failure raised
+# in one is the decorator's verdict, never an auditor bug (auditor.core.status.auditor_bug_at).
+AUDITED = True
 
 __all__ = [
     "POLICY_NAMES",
@@ -47,10 +50,17 @@ __all__ = [
     "DynamicArgDims",
     "ExternalDecorator",
     "OwnDecorator",
-    "VllmUnavailableError",
     "decorate",
     "decorated",
     "get_policy",
+    "policy_names",
+    "register_alias",
     "refusal",
     "support_torch_compile",
 ]
+
+
+def __getattr__(name: str):
+    if name == "POLICY_NAMES":  # computed: engines register their policies after this import
+        return policy_names()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

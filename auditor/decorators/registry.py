@@ -1,8 +1,9 @@
 """Policy names -> decorators under audit.
 
 Names: `legacy`, `fixed`, `fixed-no-config-skip` (the project's decorator with
-that check), `vllm` (shorthand for vLLM's real decorator through the adapter),
-and `external:MODULE:ATTR` (any factory with vLLM's calling convention).
+that check), `external:MODULE:ATTR` (any factory with vLLM's calling convention),
+and the short names serving engines register for their own decorators (`vllm`,
+registered by auditor.engines: this layer knows no engine).
 """
 
 from __future__ import annotations
@@ -12,22 +13,32 @@ from auditor.decorators.interface import Decorator
 from auditor.decorators.policies import CHECK_POLICIES
 from auditor.decorators.support import OwnDecorator
 
-VLLM_SPEC = "auditor.decorators.vllm_adapter:support_torch_compile"
-ALIASES = {"vllm": PREFIX + VLLM_SPEC}  # results show the short name
-POLICY_NAMES = (*CHECK_POLICIES, *ALIASES, PREFIX + "MODULE:ATTR")
+# Short name -> "external:MODULE:ATTR"; results show the short name.
+ALIASES: dict[str, str] = {}
+
+
+def register_alias(name: str, spec: str) -> None:
+    """Let `name` stand for the external decorator `MODULE:ATTR` (`spec`): how an engine
+    makes its own decorator a policy."""
+    ALIASES[name] = PREFIX + spec
+
+
+def policy_names() -> tuple[str, ...]:
+    """The valid names, as an unknown one's error lists them."""
+    return (*CHECK_POLICIES, *ALIASES, PREFIX + "MODULE:ATTR")
 
 
 def get_policy(name: str) -> Decorator:
     """The decorator a policy name stands for.
 
     Raises ValueError, listing the valid names, for an unknown or malformed
-    name; ImportError when an external module cannot be imported. The `vllm`
-    policy resolves without vLLM installed; decorating with it then raises
-    VllmUnavailableError (an ImportError).
+    name; ImportError when an external module cannot be imported. An engine's
+    policy (`vllm`) resolves without the engine installed; decorating with it
+    then raises the engine's ImportError (VllmUnavailableError).
     """
     if name in CHECK_POLICIES:
         return OwnDecorator(name)
     spec = ALIASES.get(name, name)
     if isinstance(spec, str) and spec.startswith(PREFIX):
         return ExternalDecorator(spec[len(PREFIX):], name=name)
-    raise ValueError(f"unknown policy {name!r}; valid: {', '.join(POLICY_NAMES)}")
+    raise ValueError(f"unknown policy {name!r}; valid: {', '.join(policy_names())}")

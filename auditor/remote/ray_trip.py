@@ -23,17 +23,18 @@ import sys
 import time
 from pathlib import Path
 
+from auditor.core.extras import install_hint
+
 TASK_TIMEOUT = 120.0
 ANNOUNCE_TIMEOUT = 180.0  # seconds a worker waits for the sweep's cluster to say whether it started
 STOP_TIMEOUT = 30.0  # seconds for the cluster's helper to stop it
-INSTALL_HINT = "pip install 'model-sweep-auditor[ray]'"
 CONNECT_TIMEOUT = 10.0  # seconds for a cluster's address to answer at all
 
 
 def ray_missing() -> str:
     """Why the Ray round trip cannot run here, or "" when it can."""
     if importlib.util.find_spec("ray") is None:
-        return f"Ray is not installed ({INSTALL_HINT})"
+        return f"Ray is not installed ({install_hint('ray')})"
     return ""
 
 

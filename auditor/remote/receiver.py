@@ -225,6 +225,7 @@ def far_build(payload: bytes, policies: Sequence[str], shared_build: bool = True
     The verdicts are those of the decorate check, on the config as it arrived: a new class
     for every type whose config came by value.
     """
+    import auditor.engines  # noqa: F401  (registers the engines' decorator policies: vllm)
     from auditor.decorators.verdicts import verdicts
     from auditor.models.construction_log import constructions
     from auditor.models.meta import build_on_meta, no_init_weights

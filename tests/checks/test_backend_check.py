@@ -87,11 +87,12 @@ def plugin_models():
 
 
 def _gates(model):
-    from auditor.models import backend_gates as gates
-    from auditor.models.vllm_build import patched_in_place
+    from auditor.engines.vllm.attention import attention_gate
+    from auditor.engines.vllm.build import patched_in_place
+    from auditor.engines.vllm.plans import pp_plan_gate, tp_plan_gate
 
     with patched_in_place(model) as config:
-        return gates.pp_plan_gate(model), gates.tp_plan_gate(model), gates.attention_gate(model, config)
+        return pp_plan_gate(model), tp_plan_gate(model), attention_gate(model, config)
 
 
 def test_the_control_plugin_passes_the_plan_and_attention_gates(plugin_models):
@@ -103,7 +104,7 @@ def test_the_control_plugin_passes_the_plan_and_attention_gates(plugin_models):
 
 
 def test_a_registered_type_has_no_architecture_vllm_can_resolve(plugin_models):
-    from auditor.models.backend_gates import registry_gate
+    from auditor.engines.vllm.gates import registry_gate
 
     config, _ = plugin_models("auditor_backend_ok")
     assert registry_gate(config, "auditor_backend_ok").message == "ValueError: No model architectures are specified"
@@ -129,7 +130,7 @@ def test_each_plugin_fails_its_gate_with_vllms_message(plugin_models, model_type
 def test_enable_if_raises_where_vllm_reads_a_rope_type_that_is_missing():
     from transformers import LlamaConfig
 
-    from auditor.models.backend_gates import enable_if_gate
+    from auditor.engines.vllm.gates import enable_if_gate
 
     config = LlamaConfig()
     assert enable_if_gate(config).ok
@@ -140,7 +141,7 @@ def test_enable_if_raises_where_vllm_reads_a_rope_type_that_is_missing():
 
 
 def test_version_floor_message_is_vllms():
-    from auditor.models.backend_gates import version_gate
+    from auditor.engines.vllm.gates import version_gate
 
     assert version_gate("video inputs", "5.18.0", "5.17.1").message == (
         "ImportError: Transformers modeling backend requires transformers>=5.18.0 for video inputs, but got 5.17.1")
@@ -207,7 +208,7 @@ def test_model_code_that_reads_or_copies_the_config_asks_for_vllms_own_build():
 
     from transformers import LlamaConfig, PreTrainedConfig
 
-    from auditor.models.vllm_build import needs_own_build, reads_attention
+    from auditor.engines.vllm.build import needs_own_build, reads_attention
 
     config = LlamaConfig()
     with reads_attention() as reads:

@@ -23,7 +23,7 @@ def test_refused_up_front_without_vllm(tmp_path):
 def test_types_vllm_reconfigures_get_rows_with_its_class(tmp_path):
     from vllm.transformers_utils.config import _CONFIG_REGISTRY
 
-    from auditor.checks.vllm_config import vllm_config_class
+    from auditor.engines.vllm.config import config_class as vllm_config_class
 
     replaced = [name for name in dict.keys(_CONFIG_REGISTRY) if _known(name) and vllm_config_class(name)]
     assert replaced, "vLLM replaces no transformers config class any more"

@@ -1,6 +1,8 @@
 import pytest
 from transformers import LlamaConfig
 
+import auditor.engines  # noqa: F401  (registers the engines' decorator policies: vllm)
+
 
 @pytest.fixture
 def llama_config():

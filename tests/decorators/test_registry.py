@@ -48,7 +48,7 @@ def test_external_module_must_import():
 
 @pytest.mark.skipif(HAS_VLLM, reason="vllm is installed")
 def test_vllm_policy_without_vllm_is_a_clear_import_error():
-    from auditor.decorators.vllm_adapter import VllmUnavailableError
+    from auditor.engines.vllm.decorator import VllmUnavailableError
 
     before = dict(Block.__dict__), Block.__bases__
     with pytest.raises(VllmUnavailableError, match="needs vLLM's own decorator"), decorated(Block, "vllm"):

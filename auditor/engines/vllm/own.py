@@ -6,20 +6,23 @@ ModelConfig carrying only what they read), vLLM's text-config and experts helper
 of backend classes, `can_enable_torch_compile`, `AttentionFuser.match/validate/layer_index`,
 `replace_linear_class`'s style check through vLLM's own error, and `Base.check_version`.
 What needs a whole `Base` (a distributed group, a VllmConfig, a GPU) is not called: the walk
-over the modules and the pipeline-parallel split are the emulation's (auditor.models.backend_gates),
+over the modules and the pipeline-parallel split are the emulation's (plans.py),
 with vLLM's pieces plugged in. The build is the emulation's too (vLLM's build needs its engine).
 """
 
 from __future__ import annotations
 
+import functools
 from types import SimpleNamespace
 
 from auditor.core.status import message_of
+from auditor.engines.interface import Verdict
+from auditor.engines.vllm import plans
+from auditor.engines.vllm.attention import layers_verdict
+from auditor.engines.vllm.gates import architecture
 
 
-def _verdict(ok: bool, message: str = "", extras: dict | None = None):
-    from auditor.models.backend_gates import Verdict
-
+def _verdict(ok: bool, message: str = "", extras: dict | None = None) -> Verdict:
     return Verdict(ok, message, extras or {})
 
 
@@ -28,8 +31,6 @@ def registry_gate(config, model_type: str, model_cls: type | None = None):
     from vllm.model_executor.models.registry import ModelRegistry
     from vllm.transformers_utils.config import get_hf_text_config
     from vllm.transformers_utils.model_arch_config_convertor import ModelArchConfigConvertorBase
-
-    from auditor.models.backend_gates import architecture
 
     arch = architecture(config, model_type)
     if not arch:
@@ -69,39 +70,25 @@ def enable_if_gate(config):
                     {"compile_enabled": bool(enabled)})
 
 
-def tp_plan_gate(model):
-    import regex as re
-    import torch.nn as nn
+def _vllm_refuses_style(child, style, qual: str) -> str | None:
+    """replace_linear_class's own check, which raises before it builds anything."""
     from vllm.model_executor.models.transformers.utils import replace_linear_class
 
-    from auditor.models.backend_gates import _tp_pass, _walk, vocab_embeddings
-
-    plan = {f"model.{k}" if k else "model": v for k, v in (model.tp_plan or {}).items()}
     try:
-        embeddings = vocab_embeddings(model, model.config)
-    except Exception as exc:
-        return _verdict(False, message_of(exc), {"where": "Base._vocab_embeddings"})
-    if all(isinstance(style, str) for style in plan.values()):
-        return _tp_pass(plan)
-    for qual, child in _walk(model, embeddings):
-        if isinstance(child, nn.Linear):
-            pattern = next((p for p in plan if re.match(p, qual)), None)
-            style = plan.get(pattern, "replicate")
-            if not isinstance(style, str):
-                try:  # vLLM's own check raises before it builds anything
-                    replace_linear_class(child, style, None, prefix=qual)
-                except ValueError as exc:
-                    return _verdict(False, message_of(exc), {"module": qual})
-    return _tp_pass(plan)
+        replace_linear_class(child, style, None, prefix=qual)
+    except ValueError as exc:
+        return message_of(exc)
+    return None
+
+
+tp_plan_gate = functools.partial(plans.tp_plan_gate, refuse_style=_vllm_refuses_style)
 
 
 def attention_gate(model, vllm_config):
     from vllm.model_executor.models.transformers.fusers.attention import AttentionFuser
 
-    from auditor.models.backend_gates import _walk, layers_verdict, vocab_embeddings
-
     def dispatching():
-        for qual, child in _walk(model, vocab_embeddings(model, vllm_config)):
+        for qual, child in plans.walk(model, plans.vocab_embeddings(model, vllm_config)):
             fuser = AttentionFuser.match(None, child)
             if fuser is None or not fuser.validate(child, None):
                 continue
@@ -120,8 +107,3 @@ def version_gate(feature: str, floor: str, installed: str):
     except ImportError as exc:
         return _verdict(False, message_of(exc))
     return _verdict(True, f"transformers {installed} >= {floor}")
-
-
-VLLM_FUNCTIONS = SimpleNamespace(registry_gate=registry_gate, enable_if_gate=enable_if_gate,
-                                 tp_plan_gate=tp_plan_gate, attention_gate=attention_gate,
-                                 version_gate=version_gate)

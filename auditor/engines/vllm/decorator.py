@@ -1,4 +1,4 @@
-"""Adapter for vLLM's real decorator, for `external:auditor.decorators.vllm_adapter:support_torch_compile`.
+"""Adapter for vLLM's real decorator: the `vllm` policy (`external:auditor.engines.vllm.decorator:support_torch_compile`).
 
 vLLM's wrapper `__init__` reads the *current* vLLM config when none is passed,
 so a bare `cls(*args)` fails outside vLLM. This adapter applies
@@ -18,7 +18,12 @@ import os
 from types import SimpleNamespace
 from typing import Any
 
+from auditor.core.extras import install_hint
+
 _MARK = "_auditor_vllm_config_wrapper"
+# The decorator under audit runs here: a failure in this module is the decorator's verdict, not
+# an auditor bug (auditor.core.status.auditor_bug_at).
+AUDITED = True
 
 
 class VllmUnavailableError(ImportError):
@@ -31,7 +36,7 @@ def _decorators_module() -> Any:
     except ImportError as exc:
         raise VllmUnavailableError(
             "the 'vllm' policy needs vLLM's own decorator, but vllm cannot be imported "
-            f"({exc}); install it with `pip install model-sweep-auditor[vllm]`"
+            f"({exc}); install it with `{install_hint('vllm', quoted=False)}`"
         ) from exc
     return decorators
 

@@ -1,0 +1,51 @@
+"""The serving engines the auditor knows: one folder each (vllm/), described by an `Engine`
+(interface.py). The only place that names an engine's own modules.
+
+* `names()`: the engines, in the order their rows are written.
+* `get(name) -> Engine`, `all()`: an engine folder is imported on first use; importing one never
+  imports the engine itself (only its own-code functions and adapters do, when called).
+* `by_policy(policy) -> Engine | None`: the engine whose decorator a policy name selects.
+
+Importing this package registers each engine's decorator policy (`vllm`) with the decorator
+registry (auditor.decorators.registry), which must not know the engines: every layer that
+resolves policy names (checks, remote, api, cli) imports it first.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+
+from auditor.decorators.registry import register_alias
+from auditor.engines.interface import Engine
+
+_FOLDERS = ("vllm",)  # one per engine folder here
+
+
+def names() -> tuple[str, ...]:
+    return _FOLDERS
+
+
+@functools.cache
+def get(name: str) -> Engine:
+    if name not in _FOLDERS:
+        raise ValueError(f"unknown engine {name!r}; known: {', '.join(_FOLDERS)}")
+    return importlib.import_module(f"{__name__}.{name}").ENGINE
+
+
+def all() -> tuple[Engine, ...]:  # noqa: A001  (engines.all(), as the registry reads)
+    return tuple(get(name) for name in _FOLDERS)
+
+
+def by_policy(policy: str) -> Engine | None:
+    return next((engine for engine in all() if engine.decorator.policy == policy), None)
+
+
+def _register_policies() -> None:
+    for engine in all():
+        register_alias(engine.decorator.policy, engine.decorator.spec)
+
+
+_register_policies()
+
+__all__ = ["Engine", "all", "by_policy", "get", "names"]

@@ -1,0 +1,142 @@
+"""What a serving engine is to the auditor: frozen data, so that an engine is declared, not coded
+into the checks.
+
+An `Engine` names its gates in the order the engine meets a model (each a row of the backend
+check, `backend/<gate>`), says which of them stop it, and gives each gate's function twice:
+the emulation (needs nothing of the engine) and, where the engine can be called piecemeal, the
+variant that calls the engine's own code (needs it installed; its rows carry the policy that
+selects it, the engine's decorator policy). It also brings the build it makes of a model, the
+decorator it compiles with (a policy name and the adapter that policy resolves to), its
+install hint and the wording of its verdicts.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.metadata
+import importlib.util
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from auditor.core.extras import install_hint
+from auditor.core.status import Failure, Status, message_of
+
+# A gate's outcome as a row says it: (status, message, extras), or a Failure (a classified
+# exception, or a skip) that carries its own status, message and signature.
+Outcome = tuple[Status, str, dict] | Failure
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One gate's answer: passed (`ok`), or stopped with the engine's message."""
+
+    ok: bool
+    message: str = ""
+    extras: dict = field(default_factory=dict)
+
+    def outcome(self) -> tuple[Status, str, dict]:
+        return (Status.BUILD if self.ok else Status.UNSUPPORTED), self.message, dict(self.extras)
+
+
+def safely(gate: Callable[..., Verdict], *args: Any) -> Outcome:
+    """A gate's outcome; what the engine's own step would raise on this model (an attribute its
+    plan names but the model lacks, say) stops the engine there just the same."""
+    try:
+        return gate(*args).outcome()
+    except Exception as exc:
+        return Status.UNSUPPORTED, message_of(exc), {}
+
+
+@dataclass(frozen=True)
+class Gate:
+    """One gate. `emulated` is None for the gate the engine's build is (BuildSettings makes it);
+    `own` is None where the engine's own code cannot be called on its own (it needs a whole
+    engine): the emulation stands for it in the own-code rows too."""
+
+    name: str
+    stops: bool
+    emulated: Callable[..., Verdict] | None = None
+    own: Callable[..., Verdict] | None = None
+
+
+@dataclass(frozen=True)
+class BuildSettings:
+    """The model the engine builds. `build(config, trust_remote_code)`: (the config as the engine
+    patches it, the model it serves); `observe()`: a context manager the sweep puts around every
+    plain meta build (CaseContext), yielding notes on what in it could make the engine's build
+    come out differently (so that the engine's build is made only where it may)."""
+
+    build: Callable[..., tuple[Any, Any]]
+    observe: Callable[[], contextlib.AbstractContextManager]
+
+
+@dataclass(frozen=True)
+class EngineDecorator:
+    """The engine's compile decorator: the policy name that selects it (also the policy of the
+    own-code rows) and `spec`, the `MODULE:ATTR` of the adapter that makes it usable outside
+    the engine."""
+
+    policy: str
+    spec: str
+
+
+@dataclass(frozen=True)
+class Engine:
+    """A serving engine. `meet(functions, case, context, config)` yields (gate, Outcome) in the
+    engine's order with the gate functions given (`functions(own)`), and stops after a
+    stopping gate fails; the backend check fills in the rest as not reached."""
+
+    name: str  # the registry's key and the engine's folder
+    title: str  # how verdicts name it: "not reached: vLLM stops at ..."
+    package: str  # the engine's import name: installed or not
+    extra: str  # the project's extra that installs it
+    gates: tuple[Gate, ...]
+    meet: Callable[..., Iterator[tuple[str, Outcome]]]
+    build: BuildSettings
+    decorator: EngineDecorator
+    # The engine's own config class for a model type, where it replaces transformers' (None
+    # when it does not); needs the engine.
+    config_class: Callable[[str], type | None] | None = None
+
+    @property
+    def installed(self) -> bool:
+        return importlib.util.find_spec(self.package) is not None
+
+    @property
+    def version(self) -> str:
+        """The engine's installed version, or "emulated" where only the emulation can run."""
+        try:
+            return importlib.metadata.version(self.package)
+        except importlib.metadata.PackageNotFoundError:
+            return "emulated"
+
+    @property
+    def install_hint(self) -> str:
+        return install_hint(self.extra)
+
+    @property
+    def gate_names(self) -> tuple[str, ...]:
+        return tuple(gate.name for gate in self.gates)
+
+    @property
+    def stopping(self) -> frozenset[str]:
+        return frozenset(gate.name for gate in self.gates if gate.stops)
+
+    def functions(self, own: bool) -> Mapping[str, Callable[..., Verdict]]:
+        """Gate name -> the function that answers it: the emulation's, or the engine's own."""
+        return {gate.name: (gate.own if own and gate.own is not None else gate.emulated)
+                for gate in self.gates if gate.emulated is not None}
+
+    def variants(self, policies: Sequence[str]) -> tuple[tuple[str, bool], ...]:
+        """(row policy, own code?) of the gate rows a sweep with `policies` gets: the emulation's
+        (policy ""), and the engine's own functions' when its decorator policy is selected."""
+        own = ((self.decorator.policy, True),) if self.decorator.policy in policies else ()
+        return (("", False), *own)
+
+    def outcomes(self, own: bool, case, context, config) -> Iterator[tuple[str, Outcome]]:
+        """The engine meeting `case`'s model, with the emulation's or its own gate functions."""
+        return self.meet(self.functions(own), case, context, config)
+
+    def not_reached(self, stopped: str) -> str:
+        return f"not reached: {self.title} stops at backend/{stopped}"

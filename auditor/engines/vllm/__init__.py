@@ -1,0 +1,36 @@
+"""vLLM (0.33.0), as the auditor meets it: its Transformers modeling backend's gates (emulated in
+gates.py, plans.py and attention.py; computed by vLLM's own functions in own.py), the build it
+makes (build.py), its compile decorator made usable outside vLLM (decorator.py, the `vllm`
+policy), its own config classes (config.py), and the order it meets a model in (meeting.py).
+
+Nothing here imports vLLM at import time: only own.py, config.py and decorator.py call it, and
+only when called.
+"""
+
+from __future__ import annotations
+
+from auditor.engines.interface import BuildSettings, Engine, EngineDecorator, Gate
+from auditor.engines.vllm import attention, build, config, gates, meeting, own, plans
+
+ENGINE = Engine(
+    name="vllm",
+    title="vLLM",
+    package="vllm",
+    extra="vllm",
+    # In the order vLLM meets them. The pipeline-parallel plan does not stop a single-stage
+    # run, and the version floors take a feature away, not the model: they stop nothing.
+    gates=(
+        Gate("registry", stops=True, emulated=gates.registry_gate, own=own.registry_gate),
+        Gate("build", stops=True),  # the build itself (BuildSettings); vLLM's needs its engine
+        Gate("enable-if", stops=True, emulated=gates.enable_if_gate, own=own.enable_if_gate),
+        Gate("pp-plan", stops=False, emulated=plans.pp_plan_gate),
+        Gate("tp-plan", stops=True, emulated=plans.tp_plan_gate, own=own.tp_plan_gate),
+        Gate("attention", stops=True, emulated=attention.attention_gate, own=own.attention_gate),
+        Gate("version:video", stops=False, emulated=gates.version_gate, own=own.version_gate),
+        Gate("version:mtp", stops=False, emulated=gates.version_gate, own=own.version_gate),
+    ),
+    meet=meeting.meet,
+    build=BuildSettings(build=build.build_like_vllm, observe=build.reads_attention),
+    decorator=EngineDecorator(policy="vllm", spec="auditor.engines.vllm.decorator:support_torch_compile"),
+    config_class=config.config_class,
+)

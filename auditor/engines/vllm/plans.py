@@ -1,0 +1,115 @@
+"""The parallel plans of vLLM 0.33.0's Transformers modeling backend, emulated: the
+pipeline-parallel split and the tensor-parallel plan as `Base.recursive_replace` meets it, and
+that walk over the modules (which the attention gate reuses). References as in gates.py.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from auditor.engines.interface import Verdict
+
+
+def pp_plan_gate(model) -> Verdict:
+    """Base.pipeline_parallel (base.py:386-425) as it runs with more than one pipeline stage."""
+    from operator import attrgetter
+
+    import torch.nn as nn
+
+    if model.supports_pp_plan:
+        module, names, source = model, list(model._pp_plan.keys()), "pp plan"
+    else:
+        module = model.get_decoder()
+        names = [n for n, c in module.named_children() if next(c.parameters(), None) is not None]
+        source = "inferred"
+    lists = [name for name in names if isinstance(attrgetter(name)(module), nn.ModuleList)]
+    extras = {"plan": source, "module_lists": lists}
+    if len(lists) > 1:
+        return Verdict(False, "ValueError: Pipeline parallel of models with multiple `ModuleList`s in the base "
+                              "model are not supported yet!", extras)
+    if not lists:
+        return Verdict(False, f"ValueError: Could not find `ModuleList` in {type(module)}", extras)
+    return Verdict(True, f"{source}: {lists[0]}", extras)
+
+
+def vocab_embeddings(model, config) -> set[int]:
+    """Base._vocab_embeddings (base.py:453-476), as ids. May raise as it does in vLLM: a model
+    whose `get_input_embeddings` is not implemented stops recursive_replace there."""
+    import torch.nn as nn
+
+    sizes = _vocab_sizes(config)
+    embeddings = {id(m) for m in model.get_input_embeddings().modules() if isinstance(m, nn.Embedding)}
+    embeddings |= {id(m) for m in model.modules() if isinstance(m, nn.Embedding) and m.num_embeddings in sizes}
+    return embeddings
+
+
+def walk(model, embeddings: set[int]):
+    """The modules Base.recursive_replace visits (base.py:539-597), with their qualified names:
+    it replaces linear, conv, vocab-embedding and layer-norm modules without looking inside."""
+    import torch.nn as nn
+
+    def visit(module, prefix):
+        for name, child in module.named_children():
+            qual = f"{prefix}.{name}"
+            replaced = isinstance(child, (nn.Linear, nn.Conv2d, nn.Conv3d, nn.LayerNorm)) or id(child) in embeddings
+            yield qual, child
+            if not replaced:
+                yield from visit(child, qual)
+
+    yield from visit(model, "model")
+
+
+def _vocab_sizes(config) -> set[int]:
+    """Base._vocab_embeddings' sizes (base.py:456-463)."""
+    from transformers import PretrainedConfig as PreTrainedConfig  # the name 4.x and 5.x both have
+
+    sizes: set[int] = set()
+    for key, value in vars(config).items():
+        if isinstance(value, PreTrainedConfig):
+            sizes |= _vocab_sizes(value)
+        elif "vocab_size" in key and isinstance(value, int):
+            sizes.add(value)
+    return sizes
+
+
+def unsupported_style(child, style, qual: str) -> str | None:
+    """The message replace_linear_class raises for a style that is not a string (utils.py:128-129)."""
+    return f"ValueError: Unsupported parallel style type {type(style)}, expected str"
+
+
+def tp_plan_gate(model, refuse_style: Callable[..., str | None] = unsupported_style) -> Verdict:
+    """The tensor parallel plan as recursive_replace uses it (base.py:375-377, 491-573): each
+    linear module's style is the first matching pattern's; a style that is not a string raises in
+    replace_linear_class (utils.py:128-129) whatever the parallel size; no plan only warns.
+    `refuse_style(module, style, qualified name)`: the error that style meets (a message, or None
+    to go on); vLLM's own check in the own-code variant (own.py)."""
+    import regex as re
+    import torch.nn as nn
+
+    from auditor.core.status import message_of
+
+    plan = {f"model.{k}" if k else "model": v for k, v in (model.tp_plan or {}).items()}
+    try:
+        embeddings = vocab_embeddings(model, model.config)  # base.py:511, before any module is replaced
+    except Exception as exc:
+        return Verdict(False, message_of(exc), {"where": "Base._vocab_embeddings"})
+    if all(isinstance(style, str) for style in plan.values()):
+        # Every style a linear module can get is a string (or "replicate"): nothing raises,
+        # and no module need be matched against the patterns.
+        return _tp_pass(plan)
+    for qual, child in walk(model, embeddings):
+        if isinstance(child, nn.Linear):
+            pattern = next((p for p in plan if re.match(p, qual)), None)
+            style = plan.get(pattern, "replicate")
+            if not isinstance(style, str):
+                message = refuse_style(child, style, qual)
+                if message is not None:
+                    return Verdict(False, message, {"module": qual})
+    return _tp_pass(plan)
+
+
+def _tp_pass(plan: dict) -> Verdict:
+    if not plan:
+        return Verdict(True, "no tensor parallel plan: vLLM warns and shards what fuses", {"entries": 0})
+    return Verdict(True, f"{len(plan)} entries", {"entries": len(plan)})
+
