@@ -1,0 +1,51 @@
+"""The engines' registry and vLLM's declaration: what the backend check and the policy names
+read from it."""
+
+import pytest
+
+from auditor import engines
+from auditor.core.status import auditor_bug_at
+from auditor.decorators import get_policy, policy_names
+
+
+def test_vllm_is_registered_with_its_gates_in_vllms_order():
+    vllm = engines.get("vllm")
+    assert engines.names() == ("vllm",) and engines.all() == (vllm,)
+    assert vllm.gate_names == ("registry", "build", "enable-if", "pp-plan", "tp-plan", "attention",
+                               "version:video", "version:mtp")
+    assert vllm.stopping == {"registry", "build", "enable-if", "tp-plan", "attention"}
+    assert vllm.not_reached("registry") == "not reached: vLLM stops at backend/registry"
+    assert vllm.install_hint == "pip install 'model-sweep-auditor[vllm]'"
+    assert vllm.version == "emulated" or not vllm.version[0].isalpha()
+    with pytest.raises(ValueError, match="unknown engine 'sglang'"):
+        engines.get("sglang")
+
+
+def test_the_engines_policy_selects_its_own_code_rows():
+    vllm = engines.get("vllm")
+    assert vllm.variants(("legacy", "fixed")) == (("", False),)
+    assert vllm.variants(("legacy", "vllm")) == (("", False), ("vllm", True))
+    assert engines.by_policy("vllm") is vllm and engines.by_policy("legacy") is None
+    own, emulated = vllm.functions(own=True), vllm.functions(own=False)
+    assert set(own) == set(emulated) == set(vllm.gate_names) - {"build"}
+    assert own["pp-plan"] is emulated["pp-plan"]  # vLLM's needs a whole engine: the emulation's stands
+    assert own["registry"] is not emulated["registry"]
+
+
+def test_the_engines_decorator_is_a_policy():
+    assert "vllm" in policy_names()
+    assert get_policy("vllm").name == "vllm"
+
+
+def test_a_failure_in_the_decorator_adapter_is_the_decorators_and_one_in_the_build_is_ours():
+    from auditor.engines.vllm import build, decorator
+
+    class Plain:
+        pass
+
+    with pytest.raises(KeyError) as adapter:
+        decorator._build_under_config(Plain)  # no __init__ of its own: vLLM's would have put one
+    assert auditor_bug_at(adapter.value) == ""
+    with pytest.raises(AttributeError) as ours:
+        build.needs_own_build(False, object())
+    assert auditor_bug_at(ours.value).startswith("auditor/engines/vllm/build.py:")
