@@ -11,6 +11,8 @@ import inspect
 import textwrap
 
 from auditor.engines.interface import Verdict
+from auditor.engines.vllm.build import VLLM_ATTN_IMPL, VLLM_MLA_ATTN_IMPL
+from auditor.engines.vllm.plans import vocab_embeddings, walk
 
 
 def _is_interface_lookup(node) -> bool:
@@ -58,8 +60,6 @@ def attention_gate(model, vllm_config) -> Verdict:
     the attention interface with vLLM's implementation and an int `layer_idx` (AttentionFuser:
     fusers/attention.py:97-136; registered in base.py:515-530; required in base.py:628-640).
     `vllm_config`: the model's config with its text config's implementation set to "vllm"."""
-    from auditor.engines.vllm.build import VLLM_ATTN_IMPL, VLLM_MLA_ATTN_IMPL
-    from auditor.engines.vllm.plans import vocab_embeddings, walk
 
     def dispatching():
         for qual, child in walk(model, vocab_embeddings(model, vllm_config)):
