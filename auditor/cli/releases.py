@@ -52,9 +52,9 @@ def run_step(step: Step, what: str) -> int:
     return subprocess.run(step.argv, env={**os.environ, **step.env}, stdout=_stderr_fd(), check=False).returncode
 
 
-def run_cells(outdir: Path, context: str):
+def read_cells(outdir: Path, context: str):
     """(model type, column) -> the result that won the cell, of the run in `outdir`; and its run."""
-    from auditor.report.matrix import run_cells as cells_of
+    from auditor.report.matrix import run_cells
 
     run = read_results(outdir, context)
-    return cells_of(run), run
+    return run_cells(run), run
