@@ -16,7 +16,8 @@ environments that have it gave it different statuses (an environment without it 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cached_property
 
 from auditor.core.outcome import Outcome, outcome
 from auditor.core.results import RESULTS_FILE, Result, Run, RunInfo
@@ -45,10 +46,14 @@ class Cell:
 
     results: tuple[Result, ...]
     disagree: bool = False
+    result: Result = field(init=False)  # the deciding one
+    outcome: Outcome = field(init=False)
 
-    @property
-    def result(self) -> Result:
-        return deciding(self.results)
+    def __post_init__(self) -> None:
+        # Derived once: reports read a cell's fields many times over.
+        decided = deciding(self.results)
+        object.__setattr__(self, "result", decided)
+        object.__setattr__(self, "outcome", outcome(decided.status, decided.extras))
 
     @property
     def status(self) -> Status:
@@ -65,10 +70,6 @@ class Cell:
     @property
     def seconds(self) -> float:
         return round(self.result.seconds, 3)
-
-    @property
-    def outcome(self) -> Outcome:
-        return outcome(self.result.status, self.result.extras)
 
     @property
     def expected(self) -> bool:
@@ -91,7 +92,7 @@ class Matrix:
     groups: tuple[Group, ...]
     rows: tuple[Row, ...]
 
-    @property
+    @cached_property  # the page asks for it once per cell
     def columns(self) -> tuple[Column, ...]:
         return tuple(c for g in self.groups for c in g.columns)
 

@@ -102,10 +102,12 @@ def _count(outcomes, which: Outcome) -> int:
 
 
 def column_summaries(matrix: Matrix) -> tuple[ColumnSummary, ...]:
-    cells = matrix.cells()
+    by_column: dict = {}
+    for _, col, cell in matrix.cells():
+        by_column.setdefault(col, []).append(cell)
     return tuple(
-        ColumnSummary(col.environment, col.column, Counts.of(c.status for _, k, c in cells if k == col),
-                      sum(1 for _, k, c in cells if k == col and c.outcome is Outcome.EXPECTED))
+        ColumnSummary(col.environment, col.column, Counts.of(c.status for c in by_column.get(col, ())),
+                      sum(1 for c in by_column.get(col, ()) if c.outcome is Outcome.EXPECTED))
         for col in matrix.columns
     )
 
