@@ -446,7 +446,7 @@ def _check_transformers() -> None:
 
     from packaging.requirements import Requirement
 
-    from auditor.core.extras import install_command
+    from auditor.core.hints import install_command
 
     try:
         declared = next(Requirement(r) for r in importlib.metadata.requires("model-sweep-auditor") or ()
@@ -499,7 +499,7 @@ def _check_requirements(checks: tuple[str, ...]) -> None:
     import importlib.util
 
     from auditor.checks import get
-    from auditor.core.extras import install_hint
+    from auditor.core.hints import install_hint
 
     for name in checks:
         missing = [module for module in get(name).requires if importlib.util.find_spec(module) is None]
@@ -517,7 +517,7 @@ def _check_executor(request: SweepRequest, checks: tuple[str, ...]) -> None:
             raise InputError("--ray-address and --gpus-per-task need --executor ray")
         return
     from auditor.checks import available, model_runners
-    from auditor.core.extras import install_hint
+    from auditor.core.hints import install_hint
 
     if importlib.util.find_spec("ray") is None:
         raise InputError(f"--executor ray needs Ray installed: {install_hint('ray')}")

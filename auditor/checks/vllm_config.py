@@ -4,7 +4,7 @@ vLLM keeps a registry of config classes (`vllm.transformers_utils.config._CONFIG
 that it uses instead of transformers' class for some model types. For those types this
 check builds the model from vLLM's class, plainly and under each decorator policy, as
 extra rows (`vllm-config/build`, `vllm-config/<component>/<policy>`). Other types get one
-`skipped` row. Needs vLLM (its install hint: auditor.core.extras); the class comes from the
+`skipped` row. Needs vLLM (its install hint: auditor.core.hints); the class comes from the
 engine (auditor/engines/vllm/config.py).
 """
 

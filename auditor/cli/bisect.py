@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from auditor.cli import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, UsageError
-from auditor.cli.releases import NOX, index_releases, require_nox, run_cells, run_step, venv_lock
+from auditor.cli.releases import NOX, index_releases, read_cells, require_nox, run_step, venv_lock
 from auditor.cli.upgrade import NOXFILE
 from auditor.upgrade.bisect import (
     GIT_ABORT,
@@ -110,7 +110,7 @@ class _Probe:
                                        name=name)
         if run_step(install, WHAT) or run_step(sweep, WHAT):
             return None
-        cells, run = run_cells(sweep.side.outdir, f"the sweep of {name} left no readable results: ")
+        cells, run = read_cells(sweep.side.outdir, f"the sweep of {name} left no readable results: ")
         mismatch = installed_mismatch(sweep.side, run.info.transformers)
         if mismatch:
             raise UsageError(f"{mismatch}: the venv under {NOXFILE.parent / BISECT_ENVDIR} did not take the release")
@@ -313,7 +313,7 @@ def _step(args: argparse.Namespace) -> int:
     probe = _probe(args, Path.cwd() / (args.output or Path("reports") / "bisect-steps"))
     repo, (head,) = _checked_repo(args.repo, ("HEAD",), bisecting=True)
     if args.good_results is not None:
-        cells, _ = run_cells(args.good_results, "--good-results: ")
+        cells, _ = read_cells(args.good_results, "--good-results: ")
         good = cell_state(cells, probe.cell)
     elif not probe.cell.column:
         raise UsageError("--good-status needs COLUMN (for any cell of a type, give --good-results)")

@@ -7,6 +7,7 @@ import sys
 import time
 from collections import Counter
 
+from auditor.core.outcome import Outcome, outcome
 from auditor.core.results import Result
 
 
@@ -56,7 +57,7 @@ class Progress:
 def _headline(results: list[Result]) -> str:
     if not results:
         return "none"
-    # A row marked expected (the by-reference pickle of remote code, which fails by design)
-    # documents a known bug; it does not make the model type's headline.
-    bad = [r for r in results if not r.status.ok and not r.extras.get("expected")]
+    # A row that fails by design (the by-reference pickle of remote code) documents a known bug;
+    # it does not make the model type's headline: the first finding or skip does.
+    bad = [r for r in results if outcome(r.status, r.extras) in (Outcome.FINDING, Outcome.SKIPPED)]
     return (bad[0] if bad else results[0]).status.value

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from auditor.cli import UsageError, read_results
 from auditor.cli.upgrade import NOXFILE, _stderr_fd, _venv_lock
-from auditor.core.extras import NOX_HINT
+from auditor.core.hints import NOX_HINT
 from auditor.upgrade.plan import Step
 from auditor.upgrade.releases import ReleaseError, parse_index_versions
 
@@ -53,9 +53,9 @@ def run_step(step: Step, what: str) -> int:
     return subprocess.run(step.argv, env={**os.environ, **step.env}, stdout=_stderr_fd(), check=False).returncode
 
 
-def run_cells(outdir: Path, context: str):
+def read_cells(outdir: Path, context: str):
     """(model type, column) -> the result that won the cell, of the run in `outdir`; and its run."""
-    from auditor.report.matrix import run_cells as cells_of
+    from auditor.report.matrix import run_cells
 
     run = read_results(outdir, context)
-    return cells_of(run), run
+    return run_cells(run), run

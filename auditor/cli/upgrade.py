@@ -23,7 +23,7 @@ from pathlib import Path
 
 from auditor.cli import EXIT_INTERRUPTED, EXIT_OK, UsageError, read_results
 from auditor.cli.sweep import DEFAULT_CHECKS, DEFAULT_POLICIES
-from auditor.core.extras import NOX_HINT
+from auditor.core.hints import NOX_HINT
 from auditor.core.results import RESULTS_FILE
 from auditor.upgrade.plan import (
     UpgradePlan,

@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from auditor.core.extras import install_hint
+from auditor.core.hints import install_hint
 from auditor.core.status import Failure, Status, message_of
 
 # A gate's outcome as a row says it: (status, message, extras), or a Failure (a classified

@@ -23,7 +23,7 @@ import sys
 import time
 from pathlib import Path
 
-from auditor.core.extras import install_hint
+from auditor.core.hints import install_hint
 
 TASK_TIMEOUT = 120.0
 ANNOUNCE_TIMEOUT = 180.0  # seconds a worker waits for the sweep's cluster to say whether it started

@@ -20,7 +20,9 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
+from auditor.core.extras import Fingerprint, ModelFacts
 from auditor.core.results import Result, Run
+from auditor.report.matrix import run_cells
 
 SHARED_SHARE = 0.5
 SHARED_MIN = 10
@@ -98,11 +100,11 @@ def config_drift(base: Run, new: Run) -> Drift:
     unfingerprinted = []
     for model_type in common:
         b, a = before[model_type], after[model_type]
-        fb, fa = b.extras.get("fingerprint"), a.extras.get("fingerprint")
-        if not fb or not fa:
+        fb, fa = Fingerprint.from_extras(b.extras), Fingerprint.from_extras(a.extras)
+        if fb is None or fa is None:
             unfingerprinted.append(model_type)
             continue
-        per_type[model_type] = compare(b, a) if fb.get("digest") != fa.get("digest") or _facts_differ(b, a) else []
+        per_type[model_type] = compare(b, a) if fb.digest != fa.digest or _fact_changes(b, a) else []
     counts = Counter(c.identity for changes in per_type.values() for c in changes)
     threshold = max(SHARED_MIN, SHARED_SHARE * len(per_type))
     shared_ids = {identity for identity, n in counts.items() if n >= threshold}
@@ -122,21 +124,15 @@ def config_drift(base: Run, new: Run) -> Drift:
 
 def compare(base: Result, new: Result) -> list[Change]:
     """Every difference between two build rows' fingerprints and model facts."""
-    fb, fa = base.extras["fingerprint"], new.extras["fingerprint"]
-    changes = _config_changes(_flat(fb.get("config", {})), _flat(fa.get("config", {})))
-    for name, kind in (("attribute_map", "attribute-map"), ("base_model_tp_plan", "tp-plan"),
-                       ("base_model_pp_plan", "pp-plan")):
-        old, new_ = fb.get(name) or {}, fa.get(name) or {}
+    fb, fa = Fingerprint.from_extras(base.extras), Fingerprint.from_extras(new.extras)
+    changes = _config_changes(_flat(fb.config), _flat(fa.config))
+    for (kind, old), (_, new_) in zip(fb.plans, fa.plans, strict=True):
         for key in sorted(set(old) | set(new_)):
             if old.get(key, _MISSING) != new_.get(key, _MISSING):
                 changes.append(Change(kind, key, old.get(key), new_.get(key)))
-    if fb.get("sub_configs", []) != fa.get("sub_configs", []):
-        changes.append(Change("sub-configs", "", fb.get("sub_configs"), fa.get("sub_configs")))
-    for key, kind in (("model_class", "model-class"), ("parameters", "parameters")):
-        old, new_ = base.extras.get(key), new.extras.get(key)
-        if old is not None and new_ is not None and old != new_:
-            changes.append(Change(kind, "", old, new_))
-    return changes
+    if (fb.sub_configs or []) != (fa.sub_configs or []):
+        changes.append(Change("sub-configs", "", fb.sub_configs, fa.sub_configs))
+    return changes + _fact_changes(base, new)
 
 
 def _config_changes(old: dict[str, Any], new: dict[str, Any]) -> list[Change]:
@@ -177,17 +173,17 @@ def _is_config(value: dict) -> bool:
     return bool(value) and all(str(k).isidentifier() for k in value)
 
 
-def _facts_differ(base: Result, new: Result) -> bool:
-    return any(base.extras.get(k) != new.extras.get(k) for k in ("model_class", "parameters")
-               if base.extras.get(k) is not None and new.extras.get(k) is not None)
+def _fact_changes(base: Result, new: Result) -> list[Change]:
+    """The model class and parameter count on meta, where both rows say them and they differ."""
+    fb, fa = ModelFacts.from_extras(base.extras), ModelFacts.from_extras(new.extras)
+    return [Change(kind, "", old, new_) for kind, old, new_ in (("model-class", fb.model_class, fa.model_class),
+                                                                ("parameters", fb.parameters, fa.parameters))
+            if old is not None and new_ is not None and old != new_]
 
 
 def _build_rows(run: Run) -> dict[str, Result]:
-    rows: dict[str, Result] = {}
-    for r in run.results:
-        if r.check == "build" and not r.component and not r.policy:
-            rows.setdefault(r.model_type, r)  # the first row read wins, as in the matrix
-    return rows
+    """Model type -> the result that decides its `build` cell (the plain build row)."""
+    return {model_type: r for (model_type, column), r in run_cells(run).items() if column == "build"}
 
 
 def _list_change(old: list, new: list) -> str:

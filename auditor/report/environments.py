@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from auditor.core.results import Run
-from auditor.report.matrix import Matrix, column_order
+from auditor.report.matrix import Matrix, column_order, environment_infos
 from auditor.report.summary import Counts
 
 # The fields of RunInfo that decide what a cell means, as people name them.
@@ -38,9 +38,7 @@ class SideBySide:
 def differences(runs: Sequence[Run]) -> tuple[Difference, ...]:
     """The variables whose values differ between the environments (one value per environment:
     the first run's, as the matrix keeps the first row)."""
-    infos = {}
-    for run in runs:
-        infos.setdefault(run.info.environment, run.info)
+    infos = environment_infos(runs)
     found = []
     for name, field in VARIABLES:
         values = tuple((env, str(getattr(info, field))) for env, info in infos.items())

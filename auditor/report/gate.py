@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from auditor.core.errors import InputError
+from auditor.core.outcome import Outcome
 from auditor.core.status import Status
 from auditor.report.matrix import Matrix
 
@@ -62,7 +63,7 @@ def gate_hits(matrix: Matrix, rules: Iterable[FailOn]) -> tuple[GateHit, ...]:
     rules = tuple(rules)
     hits = []
     for model_type, col, cell in matrix.cells():
-        if cell.expected:
+        if cell.outcome is Outcome.EXPECTED:
             continue
         rule = next((r for r in rules if r.matches(col.column, cell.status)), None)
         if rule is not None:

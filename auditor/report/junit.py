@@ -18,11 +18,10 @@ import re
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 
+from auditor.core.outcome import Outcome
 from auditor.core.results import Run
-from auditor.core.status import Status
 from auditor.report.diff import CellChange, RunDiff
-from auditor.report.matrix import build_matrix
-from auditor.report.statuses import is_ok
+from auditor.report.matrix import build_matrix, environment_infos
 
 TEXT_LIMIT = 8000  # characters of one message in the XML; the rest is cut with a note
 ATTRIBUTE_LIMIT = 500  # characters of a `message` attribute (reporters show it on one line)
@@ -41,7 +40,7 @@ def safe_text(text: str, limit: int = TEXT_LIMIT) -> str:
 def render_junit(runs: Sequence[Run]) -> str:
     """The JUnit XML of one or more runs: the cells of their matrix (auditor.report.matrix)."""
     matrix = build_matrix(runs)
-    started = {run.info.environment: run.info.started for run in reversed(runs)}
+    started = {env: info.started for env, info in environment_infos(runs).items()}
     root = ET.Element("testsuites", name="auditor")
     by_env: dict[str, list] = {env: [] for env in matrix.environments}
     for model_type, col, cell in matrix.cells():
@@ -50,15 +49,13 @@ def render_junit(runs: Sequence[Run]) -> str:
         suite = _suite(root, env or "auditor", started.get(env, ""))
         for model_type, column, cell in cells:
             case = _case(suite, model_type, column, cell.seconds)
-            message = matrix.messages[cell.message]
-            if is_ok(cell.status):
-                continue
-            if cell.status == Status.SKIPPED.value:
+            message, outcome = cell.message, cell.outcome
+            if outcome is Outcome.SKIPPED:
                 _child(case, "skipped", message or "skipped")
-            elif cell.expected:
-                _child(case, "skipped", f"expected by design: {cell.status}: {cell.signature or message}")
-            else:
-                _child(case, "failure", cell.signature or cell.status, text=message, type=cell.status)
+            elif outcome is Outcome.EXPECTED:
+                _child(case, "skipped", f"{outcome.label}: {cell.status}: {cell.signature or message}")
+            elif outcome is Outcome.FINDING:
+                _child(case, "failure", cell.signature or cell.status, text=message, type=cell.status.value)
     _totals(root)
     return _xml(root)
 

@@ -19,10 +19,11 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from auditor.core.outcome import Outcome
 from auditor.core.results import Run
 from auditor.report.environments import differences, sentence
-from auditor.report.matrix import Matrix, build_matrix, column_order
-from auditor.report.statuses import is_ok, rank
+from auditor.report.matrix import Matrix, build_matrix, column_order, environment_infos
+from auditor.report.statuses import rank
 from auditor.report.summary import failure_groups
 
 LIMIT = 60_000  # characters; below GitHub's 65,536 with room for what a job appends
@@ -57,7 +58,7 @@ def _heading(runs: Sequence[Run], matrix: Matrix) -> list[str]:
     types = len(matrix.rows)
     columns = len({c.column for c in matrix.columns})
     lines = [f"### auditor: {types} model type{'s' if types != 1 else ''}, {columns} column{'s' if columns != 1 else ''}"]
-    infos = list({run.info.environment: run.info for run in runs}.items())
+    infos = list(environment_infos(runs).items())
     if len(infos) == 1:
         info = infos[0][1]
         lines.append(f"Python {_esc(info.python)} · transformers {_esc(info.transformers)} · "
@@ -70,8 +71,9 @@ def _heading(runs: Sequence[Run], matrix: Matrix) -> list[str]:
         if differ:
             lines += ["", f"**The environments differ in {_esc(differ, 400)}**: a difference between "
                           "their cells may come from any of these."]
-    failing = sum(1 for _, _, c in matrix.cells() if not is_ok(c.status) and not c.expected)
-    expected = sum(1 for _, _, c in matrix.cells() if not is_ok(c.status) and c.expected)
+    outcomes = [c.outcome for _, _, c in matrix.cells()]
+    failing = sum(1 for o in outcomes if o in _LISTED)
+    expected = outcomes.count(Outcome.EXPECTED)
     lines.append("")
     lines.append(f"{len(matrix.cells())} cells: {failing} failing" +
                  (f", {expected} failing as expected by design (by-reference pickle of remote code)" if expected else ""))
@@ -118,18 +120,20 @@ def _other_table(matrix: Matrix, probes: dict[str, _Probe], cells: dict) -> list
 
 
 def _cell_texts(matrix: Matrix) -> dict:
-    """Column -> `502 build, 1 refused (t5gemma2), 35 error`."""
+    """Column -> `502 build, 1 refused (t5gemma2), 35 error`: passes first, then the rest by
+    count; an expected failure is its own entry, labelled."""
     by_column: dict = {}
     for model_type, col, cell in matrix.cells():
-        status = f"{cell.status} (expected by design)" if cell.expected and not is_ok(cell.status) else cell.status
-        by_column.setdefault(col, {}).setdefault(status, []).append(model_type)
+        outcome = cell.outcome
+        label = f"{cell.status} ({outcome.label})" if outcome is Outcome.EXPECTED else cell.status
+        by_column.setdefault(col, {}).setdefault((label, outcome is Outcome.PASS), []).append(model_type)
     texts = {}
     for col, statuses in by_column.items():
-        ordered = sorted(statuses.items(), key=lambda kv: (not is_ok(kv[0]), -len(kv[1]), rank(kv[0])))
+        ordered = sorted(statuses.items(), key=lambda kv: (not kv[0][1], -len(kv[1]), rank(kv[0][0])))
         parts = []
-        for status, types in ordered[:CELL_STATUSES]:
-            named = f" ({', '.join(_esc(t) for t in sorted(types))})" if len(types) <= NAMES and not is_ok(status) else ""
-            parts.append(f"{len(types)} {_esc(status)}{named}")
+        for (label, passed), types in ordered[:CELL_STATUSES]:
+            named = f" ({', '.join(_esc(t) for t in sorted(types))})" if len(types) <= NAMES and not passed else ""
+            parts.append(f"{len(types)} {_esc(label)}{named}")
         rest = ordered[CELL_STATUSES:]
         if rest:
             parts.append(f"{sum(len(t) for _, t in rest)} in {len(rest)} other status{'es' if len(rest) > 1 else ''}")
@@ -164,7 +168,7 @@ def _details(matrix: Matrix, budget: int) -> str:
 
     failing: dict = {}
     for model_type, col, cell in matrix.cells():
-        if not is_ok(cell.status) and not cell.expected:
+        if cell.outcome in _LISTED:
             failing.setdefault((col, cell.status), []).append(model_type)
     items = []
     several = len(matrix.environments) > 1
@@ -182,6 +186,11 @@ def _details(matrix: Matrix, budget: int) -> str:
         section(f"Most common failures ({len(groups)} signatures)", rows,
                 "| cells | signature | statuses | model types |\n|---|---|---|---|\n")
     return "".join(out)
+
+
+# The outcomes the summary lists as failing: the findings, and the skipped cells beside them
+# (under their own status); the expected failures are counted apart.
+_LISTED = (Outcome.FINDING, Outcome.SKIPPED)
 
 
 def _split(column: str, policies: list[str]) -> _Probe:

@@ -1,10 +1,13 @@
 """The matrix of one or more runs: model types down, one column group per environment.
 
 This is the one place that turns rows into cells; matrix.csv, the HTML report, the diff, the
-nightly history and the agreement of two policies all read cells from here. A cell is an
-environment, a model type and a column (`Result.column`). **When several rows claim one cell,
-the first one read wins** (runs in the order given, rows in file order): a resumed run that
-repeated a type, overlapping shards, or two runs of one environment keep their first verdict.
+nightly history, the drift of configs and the agreement of two policies all read cells from here.
+A cell is an environment, a model type and a column (`Result.column`). It keeps every row that
+claimed it, in the order read (runs in the order given, rows in file order): a resumed run that
+repeated a type, overlapping shards, or two runs of one environment. **The first row read decides
+the cell** (`deciding`), so a cell keeps its first verdict; the rows after it stay for whoever
+judges from all of them (a flaky label, later). What a cell means, pass or finding, is the outcome
+rule of auditor.core.outcome.
 
 Several runs of one environment merge into one group. A cell is marked as disagreeing when the
 environments that have it gave it different statuses (an environment without it is not compared).
@@ -13,9 +16,12 @@ environments that have it gave it different statuses (an environment without it 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cached_property
 
-from auditor.core.results import RESULTS_FILE, Result, Run
+from auditor.core.outcome import Outcome, outcome
+from auditor.core.results import RESULTS_FILE, Result, Run, RunInfo
+from auditor.core.status import Status
 
 
 @dataclass(frozen=True)
@@ -34,14 +40,41 @@ class Group:
     columns: tuple[Column, ...]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Cell:
-    status: str
-    signature: str
-    message: int  # index into Matrix.messages
-    seconds: float
-    disagree: bool
-    expected: bool = False  # a failure by design (the by-reference pickle of remote code)
+    """Every result that claimed one cell, in the order read; the first one decides it."""
+
+    results: tuple[Result, ...]
+    disagree: bool = False
+    result: Result = field(init=False)  # the deciding one
+    outcome: Outcome = field(init=False)
+
+    def __post_init__(self) -> None:
+        # Derived once: reports read a cell's fields many times over.
+        decided = deciding(self.results)
+        object.__setattr__(self, "result", decided)
+        object.__setattr__(self, "outcome", outcome(decided.status, decided.extras))
+
+    @property
+    def status(self) -> Status:
+        return self.result.status
+
+    @property
+    def signature(self) -> str:
+        return self.result.signature
+
+    @property
+    def message(self) -> str:
+        return self.result.message
+
+    @property
+    def seconds(self) -> float:
+        return round(self.result.seconds, 3)
+
+    @property
+    def expected(self) -> bool:
+        """Whether the cell fails by design (its outcome is `expected`)."""
+        return self.outcome is Outcome.EXPECTED
 
 
 @dataclass(frozen=True)
@@ -58,9 +91,8 @@ class Row:
 class Matrix:
     groups: tuple[Group, ...]
     rows: tuple[Row, ...]
-    messages: tuple[str, ...]
 
-    @property
+    @cached_property  # the page asks for it once per cell
     def columns(self) -> tuple[Column, ...]:
         return tuple(c for g in self.groups for c in g.columns)
 
@@ -75,57 +107,64 @@ class Matrix:
                 for col, cell in zip(columns, row.cells, strict=True) if cell is not None]
 
 
+def deciding(claims: Sequence[Result]) -> Result:
+    """The result that decides a cell several rows claim: the first one read."""
+    return claims[0]
+
+
 def run_name(run: Run) -> str:
     """How reports name a run: its directory, or the file name of a loose results file."""
     return run.path.parent.name if run.path.name == RESULTS_FILE else run.path.name
 
 
-def cell_results(runs: Sequence[Run]) -> dict[tuple[str, str, str], Result]:
-    """(environment, model type, column) -> the result of that cell: the first one read."""
-    found: dict[tuple[str, str, str], Result] = {}
+def environment_infos(runs: Sequence[Run]) -> dict[str, RunInfo]:
+    """Environment -> its RunInfo: the first run's, as a cell keeps its first row."""
+    infos: dict[str, RunInfo] = {}
+    for run in runs:
+        infos.setdefault(run.info.environment, run.info)
+    return infos
+
+
+def cell_claims(runs: Sequence[Run]) -> dict[tuple[str, str, str], list[Result]]:
+    """(environment, model type, column) -> every result that claimed the cell, in read order."""
+    found: dict[tuple[str, str, str], list[Result]] = {}
     for run in runs:
         env = run.info.environment
         for r in run.results:
-            found.setdefault((env, r.model_type, r.column), r)
+            found.setdefault((env, r.model_type, r.column), []).append(r)
     return found
 
 
+def cell_results(runs: Sequence[Run]) -> dict[tuple[str, str, str], Result]:
+    """(environment, model type, column) -> the result that decides that cell."""
+    return {key: deciding(claims) for key, claims in cell_claims(runs).items()}
+
+
 def run_cells(run: Run) -> dict[tuple[str, str], Result]:
-    """(model type, column) -> the result of that cell in one run."""
+    """(model type, column) -> the result that decides that cell in one run."""
     return {(model_type, column): r for (_, model_type, column), r in cell_results([run]).items()}
 
 
 def build_matrix(runs: Sequence[Run]) -> Matrix:
-    found = cell_results(runs)
+    found = cell_claims(runs)
     environments = list(dict.fromkeys(run.info.environment for run in runs))
     groups = tuple(
         Group(env, tuple(Column(env, c) for c in sorted({k[2] for k in found if k[0] == env}, key=column_order)))
         for env in environments
     )
     columns = [c for g in groups for c in g.columns]
-    statuses_by_column: dict[tuple[str, str], set[str]] = {}
-    for (_, model_type, column), r in found.items():
-        statuses_by_column.setdefault((model_type, column), set()).add(r.status.value)
-
-    messages: dict[str, int] = {}
+    statuses_by_column: dict[tuple[str, str], set[Status]] = {}
+    for (_, model_type, column), claims in found.items():
+        statuses_by_column.setdefault((model_type, column), set()).add(deciding(claims).status)
     rows = []
     for model_type in sorted({k[1] for k in found}):
         cells = []
         for col in columns:
-            r = found.get((col.environment, model_type, col.column))
-            if r is None:
-                cells.append(None)
-                continue
-            cells.append(Cell(
-                status=r.status.value,
-                signature=r.signature,
-                message=messages.setdefault(r.message, len(messages)),
-                seconds=round(r.seconds, 3),
-                disagree=len(statuses_by_column[(model_type, col.column)]) > 1,
-                expected=r.extras.get("expected") is True,
-            ))
+            claims = found.get((col.environment, model_type, col.column))
+            disagree = claims is not None and len(statuses_by_column[(model_type, col.column)]) > 1
+            cells.append(None if claims is None else Cell(tuple(claims), disagree))
         rows.append(Row(model_type, tuple(cells)))
-    return Matrix(groups=groups, rows=tuple(rows), messages=tuple(messages))
+    return Matrix(groups=groups, rows=tuple(rows))
 
 
 def column_order(column: str) -> tuple[bool, str]:

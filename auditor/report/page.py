@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from auditor.core.outcome import Outcome
 from auditor.core.results import Run, RunInfo
 from auditor.report import templating
 from auditor.report.charts import horizontal_bars
@@ -16,6 +17,7 @@ from auditor.report.statuses import legend
 from auditor.report.summary import (
     Counts,
     column_summaries,
+    counted_apart,
     environment_counts,
     failure_groups,
     findings,
@@ -44,7 +46,9 @@ def render_report(runs: Sequence[Run], title: str = "Model sweep report") -> str
     cells = matrix.cells()
     differ = differences(runs)
     present = legend(c.status for _, _, c in cells)
-    all_failures = failure_groups(matrix, limit=None)
+    # The table of failures lists findings only; skipped and expected cells are counted apart.
+    all_failures = failure_groups(matrix, limit=None, outcomes=frozenset({Outcome.FINDING}))
+    messages = _message_ids(cells)
     columns = matrix.columns
     context = dict(
         title=title,
@@ -69,16 +73,27 @@ def render_report(runs: Sequence[Run], title: str = "Model sweep report") -> str
         env_chart=horizontal_bars(environment_counts(matrix), "Status counts per environment"),
         failures=all_failures[:FAILURES_SHOWN],
         more_failures=max(0, len(all_failures) - FAILURES_SHOWN),
+        apart=counted_apart(matrix),
+        message_ids=messages,
         column_index={c.key: i for i, c in enumerate(columns)},
         group_of={c.key: gi for gi, g in enumerate(matrix.groups) for c in g.columns},
         data={
-            "messages": list(matrix.messages),
+            "messages": list(messages),
             "columns": [{"environment": c.environment, "column": c.column} for c in columns],
             "order": [s.name for s in present],
             "ok": [s.name for s in present if s.ok],
         },
     )
     return templating.render("report.html.j2", **context)
+
+
+def _message_ids(cells) -> dict[str, int]:
+    """Each distinct message -> its index in the page's data, so that a message many cells share
+    is in the page once (the detail pane looks it up)."""
+    ids: dict[str, int] = {}
+    for _, _, cell in cells:
+        ids.setdefault(cell.message, len(ids))
+    return ids
 
 
 def _pass_ranges(runs: Sequence[Run]) -> dict | None:

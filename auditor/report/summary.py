@@ -6,8 +6,9 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from auditor.report.matrix import Matrix, column_order
-from auditor.report.statuses import is_ok, rank
+from auditor.core.outcome import Outcome
+from auditor.report.matrix import Cell, Matrix, column_order
+from auditor.report.statuses import rank
 
 
 @dataclass(frozen=True)
@@ -76,30 +77,37 @@ class Finding:
 
 
 def findings(matrix: Matrix) -> tuple[Finding, ...]:
-    """One Finding per matrix column, in matrix order."""
-    by_column: dict[tuple[str, str], list[tuple[str, object]]] = {}
+    """One Finding per matrix column, in matrix order: the passes, the expected failures, and
+    every other cell by status (a skipped cell is listed under its status, as it always was)."""
+    by_column: dict[tuple[str, str], list[tuple[str, Cell]]] = {}
     for model_type, col, cell in matrix.cells():
         by_column.setdefault((col.environment, col.column), []).append((model_type, cell))
     found = []
     for col in matrix.columns:
         cells = by_column.get((col.environment, col.column), [])
-        passed = sum(1 for _, c in cells if is_ok(c.status))
-        expected = sum(1 for _, c in cells if not is_ok(c.status) and c.expected)
+        outcomes = [(model_type, c, c.outcome) for model_type, c in cells]
         failing: dict[str, list[str]] = {}
-        for model_type, c in cells:
-            if not is_ok(c.status) and not c.expected:
+        for model_type, c, o in outcomes:
+            if o not in (Outcome.PASS, Outcome.EXPECTED):
                 failing.setdefault(c.status, []).append(model_type)
         ordered = sorted(failing.items(), key=lambda kv: (-len(kv[1]), rank(kv[0])))
-        found.append(Finding(col.environment, col.column, len(cells), passed,
-                             tuple((s, len(m), tuple(sorted(m))) for s, m in ordered), expected))
+        found.append(Finding(col.environment, col.column, len(cells), _count(outcomes, Outcome.PASS),
+                             tuple((s, len(m), tuple(sorted(m))) for s, m in ordered),
+                             _count(outcomes, Outcome.EXPECTED)))
     return tuple(found)
 
 
+def _count(outcomes, which: Outcome) -> int:
+    return sum(1 for *_, o in outcomes if o is which)
+
+
 def column_summaries(matrix: Matrix) -> tuple[ColumnSummary, ...]:
-    cells = matrix.cells()
+    by_column: dict = {}
+    for _, col, cell in matrix.cells():
+        by_column.setdefault(col, []).append(cell)
     return tuple(
-        ColumnSummary(col.environment, col.column, Counts.of(c.status for _, k, c in cells if k == col),
-                      sum(1 for _, k, c in cells if k == col and c.expected and not is_ok(c.status)))
+        ColumnSummary(col.environment, col.column, Counts.of(c.status for c in by_column.get(col, ())),
+                      sum(1 for c in by_column.get(col, ()) if c.outcome is Outcome.EXPECTED))
         for col in matrix.columns
     )
 
@@ -110,13 +118,18 @@ def environment_counts(matrix: Matrix) -> tuple[tuple[str, Counts], ...]:
                  for env in matrix.environments)
 
 
-def failure_groups(matrix: Matrix, limit: int | None = 30) -> tuple[FailureGroup, ...]:
-    """The most common signatures of failing cells, most frequent first."""
+NOT_PASSED = frozenset(o for o in Outcome if o is not Outcome.PASS)
+
+
+def failure_groups(matrix: Matrix, limit: int | None = 30,
+                   outcomes: frozenset[Outcome] = NOT_PASSED) -> tuple[FailureGroup, ...]:
+    """The most common signatures of the cells of `outcomes` (every cell that did not pass, by
+    default; report.html's table asks for the findings alone), most frequent first."""
     by_signature: dict[str, list] = {}
     for model_type, col, cell in matrix.cells():
-        if is_ok(cell.status):
+        if cell.outcome not in outcomes:
             continue
-        signature = cell.signature or matrix.messages[cell.message] or f"({cell.status})"
+        signature = cell.signature or cell.message or f"({cell.status})"
         by_signature.setdefault(signature, []).append((model_type, col, cell))
     groups = [
         FailureGroup(
@@ -126,12 +139,35 @@ def failure_groups(matrix: Matrix, limit: int | None = 30) -> tuple[FailureGroup
             columns=tuple(sorted({k.column for _, k, _ in hits}, key=column_order)),
             environments=tuple(e for e in matrix.environments if any(k.environment == e for _, k, _ in hits)),
             model_types=tuple(sorted({m for m, _, _ in hits})),
-            expected=sum(1 for _, _, c in hits if c.expected),
+            expected=sum(1 for _, _, c in hits if c.outcome is Outcome.EXPECTED),
         )
         for signature, hits in by_signature.items()
     ]
     groups.sort(key=lambda g: (-g.count, g.signature))
     return tuple(groups[:limit] if limit is not None else groups)
+
+
+@dataclass(frozen=True)
+class Apart:
+    """The cells of one outcome that is neither a pass nor a finding (skipped, expected by
+    design), counted apart from the failures, with their most common reason."""
+
+    outcome: Outcome
+    count: int
+    reason: FailureGroup | None  # the most common signature among them
+
+
+APART = (Outcome.SKIPPED, Outcome.EXPECTED)
+
+
+def counted_apart(matrix: Matrix) -> tuple[Apart, ...]:
+    """Per outcome of APART that some cell has: how many cells, and their most common reason."""
+    found = []
+    for which in APART:
+        groups = failure_groups(matrix, limit=None, outcomes=frozenset({which}))
+        if groups:
+            found.append(Apart(which, sum(g.count for g in groups), groups[0]))
+    return tuple(found)
 
 
 # The backend check's gates whose failure means vLLM never serves the type (its rows are
@@ -150,6 +186,6 @@ def unreachable(matrix: Matrix) -> dict[tuple[str, str], str]:
             key = (column.environment, row.model_type)
             if cell is None or key in found or column.column not in _STOPPING_GATES:
                 continue
-            if not is_ok(cell.status) and cell.status != "skipped":
+            if cell.outcome not in (Outcome.PASS, Outcome.SKIPPED):  # the gate failed: vLLM stops there
                 found[key] = f"{column.column}: {cell.status}"
     return found

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 import pandas as pd
 
+from auditor.core.extras import ModelFacts
 from auditor.core.results import Run
 from auditor.report.matrix import build_matrix
 
@@ -21,6 +22,7 @@ def long_frame(runs: Sequence[Run]) -> pd.DataFrame:
     rows = []
     for run in runs:
         for r in run.results:
+            facts = ModelFacts.from_extras(r.extras)
             rows.append({
                 "environment": run.info.environment,
                 "model_type": r.model_type,
@@ -32,14 +34,18 @@ def long_frame(runs: Sequence[Run]) -> pd.DataFrame:
                 "signature": r.signature,
                 "message": r.message,
                 "seconds": round(r.seconds, 3),
-                "model_class": r.extras.get("model_class", ""),
-                "parameters": r.extras.get("parameters", ""),
-                "parameter_bytes": r.extras.get("parameter_bytes", ""),
-                "escaped": r.extras.get("escaped", ""),
+                "model_class": _or_blank(facts.model_class),
+                "parameters": _or_blank(facts.parameters),
+                "parameter_bytes": _or_blank(facts.parameter_bytes),
+                "escaped": _or_blank(facts.escaped),
                 "worker": r.worker,
             })
     frame = pd.DataFrame(rows, columns=LONG_COLUMNS)
     return frame.sort_values(["environment", "model_type", "column"], kind="stable").reset_index(drop=True)
+
+
+def _or_blank(value):
+    return "" if value is None else value
 
 
 def matrix_frame(runs: Sequence[Run]) -> pd.DataFrame:
@@ -48,7 +54,7 @@ def matrix_frame(runs: Sequence[Run]) -> pd.DataFrame:
     matrix = build_matrix(runs)
     several = len(matrix.groups) > 1
     names = [column.key if several else column.column for column in matrix.columns]
-    rows = [[row.model_type, *(cell.status if cell is not None else "" for cell in row.cells)] for row in matrix.rows]
+    rows = [[row.model_type, *(cell.status.value if cell is not None else "" for cell in row.cells)] for row in matrix.rows]
     return pd.DataFrame(rows, columns=["model_type", *names], dtype=object)
 
 

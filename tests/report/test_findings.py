@@ -69,3 +69,34 @@ def test_the_summary_table_and_the_failures_label_what_fails_by_design(tmp_path)
     assert all(g.expected == 0 for g in groups if "pickle/by-ref-remote" not in g.columns)
     page = render_report([_run(tmp_path / "again")])
     assert "(3 failing as expected by design)" in page and ">expected by design<" in page
+
+
+def _section(page: str, section: str) -> str:
+    return page.split(f'<section id="{section}">', 1)[1].split("</section>", 1)[0]
+
+
+def test_the_most_common_failures_are_findings_and_skips_are_counted_apart(tmp_path):
+    """A backend sweep skips every gate after the one that stopped vLLM: those cells tested
+    nothing, so the failures table leaves them out and a line counts them apart."""
+    rows = [result(m, "unsupported", check="backend", component="registry", message="no backend class")
+            for m in ("bert", "gpt2")]
+    rows += [result(m, "skipped", check="backend", component=gate,
+                    message="not reached: vLLM stops at backend/registry")
+             for m in ("bert", "gpt2") for gate in ("build", "enable-if", "attention")]
+    rows += [replace(result("bert", "error", check="pickle", component="by-ref-remote",
+                            message="ImportError: No module named 'transformers_modules'"), extras={"expected": True})]
+    failures = _section(render_report([read_run(write_run(tmp_path / "run", rows))]), "failures")
+    listed = failures.split('id="apart"', 1)[0]
+    assert "no backend class" in listed and 'data-status="unsupported"' in listed
+    assert "not reached" not in listed and 'data-status="skipped"' not in listed
+    assert "transformers_modules" not in listed
+    apart = failures.split('id="apart"', 1)[1]
+    assert '<tr data-outcome="skipped"><td class="num">6</td><td>skipped</td>' in apart
+    assert "not reached: vLLM stops at backend/registry" in apart
+    assert '<tr data-outcome="expected"><td class="num">1</td><td>expected by design</td>' in apart
+
+
+def test_a_run_without_skips_or_expected_failures_has_nothing_apart(tmp_path):
+    run = read_run(write_run(tmp_path / "run", [result("bert", "build"), result("gpt2", "error")]))
+    failures = _section(render_report([run]), "failures")
+    assert "gpt2 error" in failures and 'id="apart"' not in failures

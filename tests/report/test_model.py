@@ -90,3 +90,13 @@ def test_chart_segments_fill_each_bar():
     tall = vertical_bars([("n1", counts), ("n2", Counts.of(["build"] * 2))], "t")
     heights = [s.height for s in tall.segments]
     assert round(sum(heights[:2])) == round(tall.height - 100)  # the peak bar spans the plot
+
+
+def test_a_cell_keeps_every_row_that_claimed_it_and_the_first_decides(tmp_path):
+    a = write_run(tmp_path / "a", [result("bert", "error", signature="RuntimeError: first"),
+                                   result("bert", "build")])
+    b = write_run(tmp_path / "b", [result("bert", "timeout", message="timeout after 300 s")])
+    cell = build_matrix([read_run(a), read_run(b)]).rows[0].cells[0]
+    assert [r.status for r in cell.results] == [Status.ERROR, Status.BUILD, Status.TIMEOUT]
+    assert cell.result is cell.results[0] and cell.status is Status.ERROR
+    assert cell.message == "RuntimeError: first" and cell.signature == "RuntimeError: first"

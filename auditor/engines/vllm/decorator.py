@@ -18,7 +18,7 @@ import os
 from types import SimpleNamespace
 from typing import Any
 
-from auditor.core.extras import install_hint
+from auditor.core.hints import install_hint
 
 _MARK = "_auditor_vllm_config_wrapper"
 # The decorator under audit runs here: a failure in this module is the decorator's verdict, not
