@@ -212,7 +212,21 @@ def _scan(p: Path) -> _Scan:
     lines = data.splitlines(keepends=True)
     if not lines or not lines[0].strip():
         raise ResultsFileError(f"{p} is empty")
-    header = _parse_line(p, 1, lines[0])
+    info, version = _header(p, lines[0])
+    records, torn = _records(p, lines)
+    dropped_index = {len(lines) - 1} if torn else set()
+    results, incomplete = _units(p, records, version, dropped_index)
+    damage = Damage(torn, incomplete) if torn or incomplete else None
+    run = Run(info=info, results=tuple(r for i, r in sorted(results.items()) if i not in dropped_index), path=p,
+              format_version=version, damage=damage)
+    kept = [line for i, line in enumerate(lines) if i not in dropped_index]
+    dropped = [lines[i] for i in sorted(dropped_index)]
+    return _Scan(run, kept, dropped)
+
+
+def _header(p: Path, line: bytes) -> tuple[RunInfo, int]:
+    """The run a results file describes and its format version, or why it cannot be read."""
+    header = _parse_line(p, 1, line)
     if header.get("kind") != "header":
         raise ResultsFileError(f"{p}: the first line is not a results header")
     version = header.get("format_version")
@@ -223,29 +237,35 @@ def _scan(p: Path) -> _Scan:
             "that wrote it."
         )
     try:
-        info = RunInfo.from_json(header["run"])
+        return RunInfo.from_json(header["run"]), version
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise ResultsFileError(f"{p}: the header does not describe a run ({exc})") from exc
 
-    torn = False
-    records: list[tuple[int, dict]] = []  # (index in lines, record)
+
+def _records(p: Path, lines: list[bytes]) -> tuple[list[tuple[int, dict]], bool]:
+    """(index in lines, record) of every line after the header, and whether the last line is
+    torn: cut short (every write ends with a newline) or not JSON. Only the last line may be."""
+    records: list[tuple[int, dict]] = []
     for index in range(1, len(lines)):
         line = lines[index]
         if not line.strip():
             continue
         last = index == len(lines) - 1
-        if last and not line.endswith(b"\n"):  # every write ends with a newline: cut short
-            torn = True
-            break
+        if last and not line.endswith(b"\n"):
+            return records, True
         try:
             records.append((index, _parse_line(p, index + 1, line)))
         except ResultsFileError:
             if last:
-                torn = True
-                break
+                return records, True
             raise
-    dropped_index = {len(lines) - 1} if torn else set()
+    return records, False
 
+
+def _units(p: Path, records: list[tuple[int, dict]], version: int,
+           dropped_index: set[int]) -> tuple[dict[int, Result], tuple[tuple[str, int], ...]]:
+    """The results by line index, and the model types whose unit has no completion record
+    (format 2): their rows, and a unit whose record counts other rows, join `dropped_index`."""
     results: dict[int, Result] = {}
     pending: dict[str, list[int]] = {}
     for index, record in records:
@@ -261,17 +281,11 @@ def _scan(p: Path) -> _Scan:
             if len(rows) != record.get("rows"):  # cannot happen but by corruption: not done
                 dropped_index.update(rows)
                 dropped_index.add(index)
-    incomplete: tuple[tuple[str, int], ...] = ()
-    if version >= 2:
-        incomplete = tuple((model_type, len(rows)) for model_type, rows in pending.items() if rows)
-        for rows in pending.values():
-            dropped_index.update(rows)
-    damage = Damage(torn, incomplete) if torn or incomplete else None
-    run = Run(info=info, results=tuple(r for i, r in sorted(results.items()) if i not in dropped_index), path=p,
-              format_version=version, damage=damage)
-    kept = [line for i, line in enumerate(lines) if i not in dropped_index]
-    dropped = [lines[i] for i in sorted(dropped_index)]
-    return _Scan(run, kept, dropped)
+    if version < 2:
+        return results, ()
+    for rows in pending.values():
+        dropped_index.update(rows)
+    return results, tuple((model_type, len(rows)) for model_type, rows in pending.items() if rows)
 
 
 def _parse_line(path: Path, number: int, line: bytes) -> dict[str, Any]:
