@@ -28,8 +28,8 @@ from pathlib import Path
 from auditor.checks import Options, model_runners
 from auditor.core.results import Result
 from auditor.core.status import Phase, Status, classify, summary
-from auditor.engine.deaths import death_rows
-from auditor.engine.pool import START_TIMEOUT, PoolError
+from auditor.executors.deaths import death_rows
+from auditor.executors.pool import START_TIMEOUT, PoolError
 from auditor.models.cases import ModelCase
 from auditor.remote.ray_trip import check_reachable
 
@@ -246,7 +246,7 @@ def sweep_case(case: ModelCase, options: Options, plugins: tuple[str, ...]) -> I
     import ray
 
     from auditor.core import heap
-    from auditor.engine.worker import run_case
+    from auditor.executors.worker import run_case
 
     selected = _prepared(plugins, options.checks)
     worker = f"{ray.util.get_node_ip_address()}:{os.getpid()}"  # which node and process made the rows

@@ -20,7 +20,7 @@ from multiprocessing.connection import wait
 from auditor.checks import Options
 from auditor.core.results import Result
 from auditor.core.status import Status
-from auditor.engine.deaths import death_rows
+from auditor.executors.deaths import death_rows
 from auditor.models.cases import ModelCase
 
 POLL_SECONDS = 0.25
@@ -105,7 +105,7 @@ class WorkerPool:
     # -- internals -------------------------------------------------------------------
 
     def _spawn(self) -> _Worker:
-        from auditor.engine import worker as worker_module
+        from auditor.executors import worker as worker_module
 
         self._serial += 1
         name = f"w{self._serial}"
