@@ -24,7 +24,6 @@ from __future__ import annotations
 import datetime
 import os
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
@@ -99,16 +98,16 @@ def _run_transformers(session: nox.Session) -> str:
         requirement = kept.read_text().split("\n", 1)[0].strip()
         session.log(f"transformers for this run: {requirement} ({kept})")
         return requirement
+    # nox's interpreter need not have the project installed: its source is importable from here,
+    # and auditor.upgrade.releases needs only `packaging` (which nox itself depends on).
     sys.path.insert(0, str(ROOT))
-    from auditor.upgrade.releases import ReleaseError, parse_index_versions
+    from auditor.upgrade.releases import ReleaseError, index_releases
 
     pythons = _run_pythons()
     common: set[str] | None = None
     for version in pythons:
-        listing = subprocess.run([sys.executable, "-m", "pip", "index", "versions", "transformers",
-                                  "--python-version", version], capture_output=True, text=True, check=False)
         try:
-            found = set(parse_index_versions(listing.stdout))
+            found = set(index_releases(version))
         except ReleaseError as exc:
             session.error(f"cannot list the transformers releases for Python {version}: {exc}")
         common = found if common is None else common & found

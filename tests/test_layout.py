@@ -12,12 +12,13 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "auditor"
 
-# Lowest first: a layer may import the layers before it, never one after it. `report` and
-# `upgrade` stand beside the sweep's stack and may use `core` only; `api` (the Python API) and
-# `cli` (a thin layer over it) use everything below them.
-LAYERS = ("core", "models", "decorators", "engines", "remote", "checks", "engine", "api", "cli")
-BESIDE = {"report": {"core"}, "upgrade": {"core"}}
-FACADES = {"api", "cli"}  # the layers that may use `report` and `upgrade`
+# Lowest first: a layer may import the layers before it, never one after it. `report` stands
+# beside the sweep's stack and may use `core` only; `api` (the Python API), `upgrade` (the
+# runners of upgrade-check, bisect and versions: they validate sweep options and render reports)
+# and `cli` (a thin layer over both) use everything below them.
+LAYERS = ("core", "models", "decorators", "engines", "remote", "checks", "executors", "api", "upgrade", "cli")
+BESIDE = {"report": {"core"}}
+FACADES = {"api", "upgrade", "cli"}  # the layers that may use `report`
 # The package's own __init__ holds __version__, which every layer may read, and hands out the
 # names of `auditor.api` on first use (a module __getattr__), never at import time.
 ROOT = "auditor"
@@ -54,7 +55,7 @@ def _graph(top_level_only: bool = False) -> dict[str, set[str]]:
 
 
 def _layer(module: str) -> str:
-    """`core`, `engine`, ...; `auditor` for the package's own __init__; `__main__` for
+    """`core`, `executors`, ...; `auditor` for the package's own __init__; `__main__` for
     `python -m auditor`, which only calls the CLI."""
     parts = module.split(".")
     return parts[1] if len(parts) > 1 else ROOT

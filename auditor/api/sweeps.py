@@ -257,7 +257,7 @@ def _execute(todo, options, settings, path: Path, info, request: SweepRequest, e
              rules: tuple, *, append: bool) -> SweepOutcome:
     import time
 
-    from auditor.engine.pool import PoolError
+    from auditor.executors.pool import PoolError
 
     start = time.monotonic()
     tables = _Tables(path.parent)
@@ -305,7 +305,7 @@ def _drive(executor, todo, path: Path, info, tables: _Tables, request: SweepRequ
            events: SweepEvents, *, append: bool) -> tuple[int, str]:
     """Run the sweep, writing each model type's rows as one unit as they come; how many model
     types finished, and why it stopped early: "" (it did not), _INTERRUPTED, or what failed."""
-    from auditor.engine.pool import PoolError
+    from auditor.executors.pool import PoolError
 
     done = 0
     events.started(len(todo))
@@ -398,7 +398,7 @@ def validate(request: SweepRequest):
     """Everything that can be wrong with a request, found before any work starts: the checks'
     Options, the pool's settings and the run directory; InputError otherwise."""
     from auditor.checks import Options, available
-    from auditor.engine.pool import PoolSettings
+    from auditor.executors.pool import PoolSettings
 
     _check_transformers()
     checks = tuple(_listed(request.checks))
@@ -537,10 +537,10 @@ def _check_executor(request: SweepRequest, checks: tuple[str, ...]) -> None:
 def _executor(request: SweepRequest, settings, options):
     """The local pool, or Ray tasks; either way `run(cases)` yields one batch per model type."""
     if request.executor == "local":
-        from auditor.engine.pool import WorkerPool
+        from auditor.executors.pool import WorkerPool
 
         return WorkerPool(settings, options)
-    from auditor.engine.ray_executor import RayExecutor, RaySettings
+    from auditor.executors.ray_executor import RayExecutor, RaySettings
 
     ray_settings = RaySettings(address=request.ray_address, jobs=settings.jobs, timeout=settings.timeout,
                                plugins=settings.plugins, gpus_per_task=request.gpus_per_task, online=request.online)

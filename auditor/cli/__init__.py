@@ -35,9 +35,13 @@ def read_results(path, context: str = ""):
     except ResultsFileError as exc:
         raise UsageError(f"{context}{exc}") from None
     if run.damage is not None:
-        print(f"auditor: note: {run.path} was cut short (a killed sweep?); read without "
-              f"{run.damage.note()}. `auditor sweep --resume` on it runs those again.", file=sys.stderr)
+        note_damage(run)
     return run
+
+
+def note_damage(run) -> None:
+    print(f"auditor: note: {run.path} was cut short (a killed sweep?); read without "
+          f"{run.damage.note()}. `auditor sweep --resume` on it runs those again.", file=sys.stderr)
 
 
 def _subcommands():

@@ -1,61 +1,39 @@
-"""What `bisect` and `versions` share: the index's list of releases, running nox steps, a run's cells.
+"""What the CLIs of `upgrade-check`, `bisect` and `versions` share: their progress, printed.
 
-Not a subcommand. The venvs and the lock are upgrade-check's (auditor/cli/upgrade.py); this only
-runs the steps auditor/upgrade/venvs.py plans.
+Not a subcommand. The runners are auditor/upgrade/ (check.py, bisecting.py, versions.py); they
+report to an `UpgradeEvents`, and this one prints it on stderr, so that stdout holds only the
+verdict.
 """
 
 from __future__ import annotations
 
-import functools
-import importlib.util
-import os
-import subprocess
 import sys
 from pathlib import Path
 
-from auditor.cli import UsageError, read_results
-from auditor.cli.upgrade import NOXFILE, _stderr_fd, _venv_lock
-from auditor.core.hints import NOX_HINT
+from auditor.cli import note_damage
+from auditor.core.results import Run
 from auditor.upgrade.plan import Step
-from auditor.upgrade.releases import ReleaseError, parse_index_versions
-
-NOX = (sys.executable, "-m", "nox")
+from auditor.upgrade.runner import UpgradeEvents
 
 
-@functools.cache
-def index_releases() -> tuple[str, ...]:
-    """Every final transformers release on the package index pip is configured with, oldest first
-    (the one seam to the index: tests replace it)."""
-    proc = subprocess.run([sys.executable, "-m", "pip", "index", "versions", "transformers"],
-                          capture_output=True, text=True, check=False)
-    try:
-        return tuple(parse_index_versions(proc.stdout))
-    except ReleaseError as exc:
-        raise UsageError(f"{exc}{(' ' + proc.stderr.strip()[-300:]) if proc.stderr.strip() else ''}") from None
+class PrintedEvents(UpgradeEvents):
+    """Each event on stderr, as `auditor WHAT: ...`."""
 
+    def __init__(self, what: str) -> None:
+        self.what = what
 
-def require_nox(what: str) -> None:
-    if importlib.util.find_spec("nox") is None:
-        raise UsageError(f"{what} runs nox: {NOX_HINT}")
-    if not NOXFILE.is_file():
-        raise UsageError(f"{what} needs the project's noxfile, not found at {NOXFILE}: "
-                         "run it from a checkout of model-sweep-auditor")
+    def step(self, step: Step) -> None:
+        print(f"auditor {self.what}: {step.describe()}", file=sys.stderr, flush=True)
 
+    def waiting(self, lock: Path) -> None:
+        print(f"auditor upgrade-check: waiting for another auditor command that installs into this checkout's venvs ({lock})",
+              file=sys.stderr, flush=True)
 
-def venv_lock(what: str):
-    """One run at a time per checkout installs into the release venvs (upgrade-check's lock)."""
-    return _venv_lock(NOXFILE.parent / ".nox" / f"{what}.lock")
+    def damaged(self, run: Run) -> None:
+        note_damage(run)
 
+    def note(self, text: str) -> None:
+        print(f"auditor {self.what}: {text}", file=sys.stderr)
 
-def run_step(step: Step, what: str) -> int:
-    """Run one nox step, its output on stderr; its exit code."""
-    print(f"auditor {what}: {step.describe()}", file=sys.stderr, flush=True)
-    return subprocess.run(step.argv, env={**os.environ, **step.env}, stdout=_stderr_fd(), check=False).returncode
-
-
-def read_cells(outdir: Path, context: str):
-    """(model type, column) -> the result that won the cell, of the run in `outdir`; and its run."""
-    from auditor.report.matrix import run_cells
-
-    run = read_results(outdir, context)
-    return run_cells(run), run
+    def output(self, text: str) -> None:
+        sys.stderr.write(text)

@@ -22,17 +22,10 @@ import argparse
 import sys
 from pathlib import Path
 
-from auditor.cli import EXIT_INTERRUPTED, EXIT_OK, UsageError, read_results
-from auditor.cli.releases import NOX, index_releases, require_nox, run_step, venv_lock
-from auditor.cli.upgrade import NOXFILE, check_limits
-from auditor.core.results import RESULTS_FILE
-from auditor.report.ranges import ranges_csv, ranges_html, release_ranges
-from auditor.upgrade.plan import installed_mismatch, parse_transformers, sweep_flags
-from auditor.upgrade.releases import ReleaseError, resolve_releases
-from auditor.upgrade.venvs import RELEASES_ENVDIR, release_steps
-
-WHAT = "versions"
-RANGE_FILES = ("minmax.csv", "minmax.html")
+from auditor.cli import EXIT_INTERRUPTED, EXIT_OK, UsageError
+from auditor.cli.releases import PrintedEvents
+from auditor.upgrade import versions as versions_run
+from auditor.upgrade.versions import WHAT, VersionsReport
 
 
 def add_parser(subparsers) -> None:
@@ -60,109 +53,31 @@ def add_parser(subparsers) -> None:
 
 
 def run_versions(args: argparse.Namespace) -> int:
+    events = PrintedEvents(WHAT)
     if args.merge:
         if args.releases or args.output is None:
             raise UsageError("--merge takes no RELEASES, and -o OUTDIR: the directory holding the runs")
-        return _merge(Path.cwd() / args.output)
-    steps, outdir = _plan(args)
+        return _print_report(versions_run.merge_versions(Path.cwd() / args.output, events))
+    plan = versions_run.plan_versions(
+        args.releases, models=args.models, exclude=args.exclude, checks=args.checks, policies=args.policies,
+        jobs=args.jobs, timeout=args.timeout, executor=args.executor, ray_address=args.ray_address,
+        shard=args.shard, output=args.output, resume=args.resume, overwrite=args.overwrite)
     if args.dry_run:
-        print("\n".join(step.shell() for step in steps))
+        print("\n".join(step.shell() for step in plan.steps))
         return EXIT_OK
     try:
-        with venv_lock(WHAT):
-            for step in steps:
-                if run_step(step, WHAT):
-                    raise UsageError(f"could not {step.describe()}; nox's log is above")
+        report = versions_run.run_versions(plan, events, resume=args.resume, overwrite=args.overwrite)
     except KeyboardInterrupt:
-        print(f"\nInterrupted; finished rows are kept in {outdir}. Continue with the same command and --resume.",
+        print(f"\nInterrupted; finished rows are kept in {plan.outdir}. Continue with the same command and --resume.",
               file=sys.stderr)
         return EXIT_INTERRUPTED
-    for step in steps[len(steps) // 2:]:
-        run = read_results(step.side.outdir, f"the sweep of {step.side.name} left no readable results: ")
-        mismatch = installed_mismatch(step.side, run.info.transformers)
-        if mismatch:
-            raise UsageError(f"{mismatch} (results of an earlier run? rerun with --overwrite)")
-    return _merge(outdir)
+    return _print_report(report)
 
 
-def _plan(args: argparse.Namespace):
-    """Every step, installs first; everything that can be wrong found before any venv is touched."""
-    from auditor.checks import available
-    from auditor.models.cases import SelectionError, parse_shard
-
-    if not args.releases:
-        raise UsageError("name the releases: a list such as 5.20.0,5.22.0 or a specifier such as '>=5.20,<5.25'")
-    check_limits(args)
-    if args.ray_address and args.executor != "ray":
-        raise UsageError("--ray-address needs --executor ray")
-    shard = ""
-    if args.shard:
-        try:
-            index, count = parse_shard(args.shard)
-        except SelectionError as exc:
-            raise UsageError(str(exc)) from None
-        shard = f"shard-{index}-of-{count}"
-    if args.checks is not None:
-        unknown = [c.strip() for c in args.checks.split(",") if c.strip() and c.strip() not in available()]
-        if unknown or not args.checks.strip(", "):
-            raise UsageError(f"unknown check(s) {', '.join(unknown) or '(none given)'}; "
-                             f"available: {', '.join(available())}")
-    require_nox(WHAT)
-    try:
-        releases = resolve_releases(args.releases, index_releases())
-    except ReleaseError as exc:
-        raise UsageError(str(exc)) from None
-    cwd = Path.cwd()
-    outdir = cwd / (args.output or Path("reports") / f"versions-{releases[0]}-to-{releases[-1]}")
-    sweep = sweep_flags(models=args.models, exclude=args.exclude, checks=args.checks, policies=args.policies,
-                        jobs=args.jobs, timeout=args.timeout)
-    sweep += [f for name, value in (("--executor", args.executor), ("--ray-address", args.ray_address),
-                                    ("--shard", args.shard)) if value for f in (name, value)]
-    pairs = [release_steps(parse_transformers(r, cwd), outdir=outdir / r / shard if shard else outdir / r,
-                           envdir=NOXFILE.parent / RELEASES_ENVDIR / r, noxfile=NOXFILE, nox=NOX, sweep=sweep,
-                           label=f"transformers {r}", resume=args.resume,
-                           extras="[ray]" if args.executor == "ray" else "")
-             for r in releases]
-    if not args.dry_run:
-        for _, sweep_step in pairs:
-            _check_output(sweep_step.side.outdir, args)
-    return [install for install, _ in pairs] + [run for _, run in pairs], outdir
-
-
-def _check_output(outdir: Path, args: argparse.Namespace) -> None:
-    try:
-        outdir.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise UsageError(f"cannot write to {outdir}: {exc.strerror or exc}") from None
-    if (outdir / RESULTS_FILE).exists() and not (args.resume or args.overwrite):
-        raise UsageError(f"{outdir / RESULTS_FILE} exists; pass --resume to continue it or --overwrite to replace it")
-
-
-def _merge(outdir: Path) -> int:
-    """The report of every run under `outdir`, a column group per release, and the min/max table."""
-    from packaging.version import InvalidVersion, Version
-
-    from auditor.report import write_report
-
-    paths = sorted(p.parent for p in outdir.glob(f"*/**/{RESULTS_FILE}"))
-    if not paths:
-        raise UsageError(f"no runs under {outdir}/*/ (each release's sweep has its own directory there)")
-    runs = [read_results(path) for path in paths]
-    try:
-        runs.sort(key=lambda run: Version(run.info.transformers))
-    except InvalidVersion:
-        raise UsageError("a run under it used a transformers that is not a release: "
-                         f"{', '.join(sorted({r.info.transformers for r in runs}))}") from None
-    releases, ranges = release_ranges(runs, minimum=1)  # every transformers is a release: sorted above
-    try:
-        written = write_report(runs, outdir)
-        for name, text in zip(RANGE_FILES, (ranges_csv(ranges), ranges_html(ranges, releases)), strict=True):
-            (outdir / name).write_text(text, encoding="utf-8")
-            written.append(outdir / name)
-    except OSError as exc:
-        raise UsageError(f"cannot write to {outdir}: {exc.strerror or exc}") from None
+def _print_report(report: VersionsReport) -> int:
+    ranges = report.ranges
     never = sum(1 for r in ranges if not r.lowest)
-    print(f"{len(releases)} releases ({', '.join(releases)}), {len(ranges)} cells; "
+    print(f"{len(report.releases)} releases ({', '.join(report.releases)}), {len(ranges)} cells; "
           f"{never} pass in none of them, {sum(1 for r in ranges if r.not_passing)} fail between two that pass")
-    print("\n".join(f"wrote {p}" for p in written))
+    print("\n".join(f"wrote {p}" for p in report.written))
     return EXIT_OK

@@ -1,0 +1,43 @@
+"""Comparing transformers releases: `upgrade-check`, `bisect` and `versions` as a Python API.
+
+    from auditor import upgrade
+
+    plan = upgrade.plan_check("5.17.0", "5.18.0", models=["llama"])
+    outcome = upgrade.run_check(plan)          # both sides installed and swept
+    changes = auditor.diff(outcome.base, outcome.new)
+
+    probe = upgrade.bisect_probe("llama", "decorate/decoder/legacy", outdir=Path("reports/b"))
+    found = upgrade.bisect_releases(probe, "5.13.0", "5.18.0")
+
+    report = upgrade.run_versions(upgrade.plan_versions(">=5.20,<5.25"))
+
+Each function raises `auditor.core.errors` kinds (InputError for bad input, found before any venv
+is touched; RunInterrupted on Ctrl-C) and reports progress to an `UpgradeEvents`; none prints.
+The names are loaded on first use: the noxfile imports `auditor.upgrade.releases` in nox's own
+interpreter, which must not need the rest of the package.
+"""
+
+from __future__ import annotations
+
+_EXPORTS = {
+    "UpgradeEvents": "runner", "index_releases": "releases",
+    "UpgradeOutcome": "check", "plan_check": "check", "run_check": "check",
+    "Probe": "bisecting", "ReleaseBisection": "bisecting", "CommitBisection": "bisecting",
+    "StepOutcome": "bisecting", "bisect_probe": "bisecting", "bisect_releases": "bisecting",
+    "bisect_commits": "bisecting", "bisect_step": "bisecting",
+    "VersionsPlan": "versions", "VersionsReport": "versions", "plan_versions": "versions",
+    "run_versions": "versions", "merge_versions": "versions",
+}
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str):
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'auditor.upgrade' has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(f"auditor.upgrade.{_EXPORTS[name]}"), name)
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *__all__])

@@ -8,7 +8,7 @@ first release whose state differs from it: like `git bisect`, it keeps the newes
 with the good state below the oldest seen with another one, and probes the middle between them.
 A release that could not be measured (it would not install, its sweep died) is skipped, as
 `git bisect skip` does; when only skipped releases are left between the two, the answer is the
-list of candidates. Everything here is a function of recorded states: the CLI installs and sweeps.
+list of candidates. Everything here is a function of recorded states: bisecting.py installs and sweeps.
 """
 
 from __future__ import annotations

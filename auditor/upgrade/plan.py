@@ -3,8 +3,8 @@
 Each side of the comparison is the nox session `upgrade_check(base)` or `upgrade_check(new)`;
 their virtual environments are reused from run to run, and AUDITOR_TRANSFORMERS tells each which
 transformers to install. Both sides are installed before either sweeps, so a release pip cannot
-find fails in a minute rather than after the first sweep. Nothing here runs anything: the CLI
-(auditor/cli/upgrade.py) runs the steps.
+find fails in a minute rather than after the first sweep. Nothing here runs anything:
+check.py runs the steps.
 """
 
 from __future__ import annotations

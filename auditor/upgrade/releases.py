@@ -1,13 +1,17 @@
 """Which transformers releases a bisection or a version range covers, from the package index's list.
 
-The list comes from `pip index versions transformers` (the CLI asks; `parse_index_versions`
-reads its output). Only final releases count: pre-releases and dev builds are left out, patch
-releases are kept (5.22.1 is a release a user can be on). Nothing here touches the network.
+The list comes from `pip index versions transformers` (`index_releases`, the one place that asks;
+the noxfile asks through it too). Only final releases count: pre-releases and dev builds are left
+out, patch releases are kept (5.22.1 is a release a user can be on). Nothing else here touches
+the network. This module needs only `packaging`: the noxfile imports it in nox's own interpreter.
 """
 
 from __future__ import annotations
 
+import functools
 import re
+import subprocess
+import sys
 from collections.abc import Iterable, Sequence
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
@@ -16,6 +20,20 @@ from packaging.version import InvalidVersion, Version
 
 class ReleaseError(ValueError):
     """A release the index does not have, a range with nothing in it, or ends in the wrong order."""
+
+
+@functools.cache
+def index_releases(python_version: str = "") -> tuple[str, ...]:
+    """Every final transformers release on the package index pip is configured with, oldest first;
+    with `python_version` (3.11), those that install on that Python. A ReleaseError, with the end
+    of pip's complaint, when the index lists none."""
+    proc = subprocess.run([sys.executable, "-m", "pip", "index", "versions", "transformers",
+                           *(["--python-version", python_version] if python_version else [])],
+                          capture_output=True, text=True, check=False)
+    try:
+        return tuple(parse_index_versions(proc.stdout))
+    except ReleaseError as exc:
+        raise ReleaseError(f"{exc}{(' ' + proc.stderr.strip()[-300:]) if proc.stderr.strip() else ''}") from None
 
 
 def parse_index_versions(text: str) -> list[str]:

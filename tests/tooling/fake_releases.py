@@ -19,9 +19,10 @@ from pathlib import Path
 ENV = "FAKE_RELEASES"
 
 
-def run_step(step, what: str) -> int:
+def run_step(step, events) -> int:
     from tests.report.helpers import result, write_run
 
+    events.step(step)  # as the real one tells it
     conf = json.loads(Path(os.environ[ENV]).read_text())
     requirement = step.env["AUDITOR_TRANSFORMERS"]
     version = (requirement.split("==", 1)[1] if requirement.startswith("transformers==")
@@ -51,17 +52,20 @@ def run_step(step, what: str) -> int:
     return 0
 
 
-def patch(module) -> None:
-    """The CLI module's nox steps and venv lock replaced by the stand-in."""
-    module.run_step = run_step
-    module.venv_lock = lambda what: contextlib.nullcontext()
+def patch(setattr) -> None:
+    """The runners' nox steps and venv lock replaced by the stand-in (`setattr`: pytest's
+    monkeypatch.setattr, or the builtin in a process of its own)."""
+    from auditor.upgrade import runner
+
+    setattr(runner, "run_step", run_step)
+    setattr(runner, "venv_lock", lambda name, events: contextlib.nullcontext())
 
 
 if __name__ == "__main__":
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
     import auditor.checks
-    from auditor.cli import bisect, main
+    from auditor.cli import main
 
-    patch(bisect)
+    patch(setattr)
     auditor.checks.available = lambda: ["build", "decorate", "pickle"]  # without importing torch
     sys.exit(main(sys.argv[1:]))

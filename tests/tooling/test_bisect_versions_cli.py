@@ -11,9 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from auditor.cli import bisect as bisect_cli
 from auditor.cli import main
-from auditor.cli import versions as versions_cli
+from auditor.upgrade import bisecting, releases, runner
 from auditor.upgrade.releases import parse_index_versions
 from tests.tooling import fake_releases
 
@@ -26,9 +25,8 @@ COLUMN = "decorate/decoder/legacy"
 @pytest.fixture
 def fake(tmp_path, monkeypatch):
     """Steps and index stood in for; returns a function that sets the truth table and reads the log."""
-    for module in (bisect_cli, versions_cli):
-        fake_releases.patch(module)
-        monkeypatch.setattr(module, "index_releases", lambda: RELEASES)
+    fake_releases.patch(monkeypatch.setattr)
+    monkeypatch.setattr(releases, "index_releases", lambda: RELEASES)
     monkeypatch.setattr("auditor.checks.available", lambda: ["build", "decorate", "pickle", "backend"])  # no torch import
     monkeypatch.chdir(tmp_path)
     conf = tmp_path / "fake.json"
@@ -118,7 +116,7 @@ def repo(tmp_path, monkeypatch):
         (repo / "version.txt").write_text(f"c{i}\n")
         git(repo, "add", "-A")
         git(repo, "commit", "-q", "-m", f"change {i}")
-    monkeypatch.setattr(bisect_cli, "STEP_COMMAND", (sys.executable, fake_releases.__file__))
+    monkeypatch.setattr(bisecting, "STEP_COMMAND", (sys.executable, fake_releases.__file__))
     return repo
 
 
@@ -195,7 +193,7 @@ def test_versions_resolves_a_specifier_and_shards_merge(fake, tmp_path, capsys):
     assert main(["versions", ">=5.20,<5.25", "--dry-run"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == 2 * 10 and "AUDITOR_TRANSFORMERS=transformers==5.20.1" in lines[1]
-    assert f"--envdir {versions_cli.NOXFILE.parent}/.nox/releases/5.20.0 " in lines[0]
+    assert f"--envdir {runner.NOXFILE.parent}/.nox/releases/5.20.0 " in lines[0]
     for i in (1, 2):
         assert main(["versions", "5.20.0,5.24.0", "--shard", f"{i}/2", "-o", "out", "--executor", "ray"]) == 0
     assert (tmp_path / "out" / "5.20.0" / "shard-2-of-2" / "results.jsonl").is_file()

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from auditor.cli import main
-from auditor.cli import upgrade as upgrade_cli
+from auditor.upgrade import runner
 from tests.report.helpers import result, write_run
 
 FAKE_NOXFILE = Path(__file__).with_name("fake_noxfile.py")
@@ -20,7 +20,7 @@ def fake(tmp_path, monkeypatch):
     project = tmp_path / "project"
     project.mkdir()
     (project / "noxfile.py").write_text(FAKE_NOXFILE.read_text())
-    monkeypatch.setattr(upgrade_cli, "NOXFILE", project / "noxfile.py")
+    monkeypatch.setattr(runner, "NOXFILE", project / "noxfile.py")
     monkeypatch.setenv("FAKE_UPGRADE_DIR", str(tmp_path))
     monkeypatch.chdir(tmp_path)
     runs(tmp_path, base=["build", "build"], new=["build", "error"])
@@ -122,6 +122,6 @@ def test_a_bad_allow_list_exits_2(fake, capsys):
 
 
 def test_without_the_projects_noxfile(fake, monkeypatch, capsys):
-    monkeypatch.setattr(upgrade_cli, "NOXFILE", fake / "nowhere" / "noxfile.py")
+    monkeypatch.setattr(runner, "NOXFILE", fake / "nowhere" / "noxfile.py")
     assert main(["upgrade-check", "--from", "5.17.0", "--to", "5.18.0"]) == 2
     assert "needs the project's noxfile" in capsys.readouterr().err

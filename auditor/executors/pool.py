@@ -20,7 +20,9 @@ from multiprocessing.connection import wait
 from auditor.checks import Options
 from auditor.core.results import Result
 from auditor.core.status import Status
-from auditor.engine.deaths import death_rows
+from auditor.executors import protocol
+from auditor.executors.deaths import death_rows
+from auditor.executors.protocol import Kind, Progress
 from auditor.models.cases import ModelCase
 
 POLL_SECONDS = 0.25
@@ -57,8 +59,7 @@ class _Worker:
     ready: bool = False
     case: ModelCase | None = None
     started: float = 0.0
-    check: str = ""
-    results: list[Result] = field(default_factory=list)
+    progress: Progress = field(default_factory=Progress)
     tasks: int = 0
     spawned: float = field(default_factory=time.monotonic)
     memory_checked: float = 0.0
@@ -105,7 +106,7 @@ class WorkerPool:
     # -- internals -------------------------------------------------------------------
 
     def _spawn(self) -> _Worker:
-        from auditor.engine import worker as worker_module
+        from auditor.executors import worker as worker_module
 
         self._serial += 1
         name = f"w{self._serial}"
@@ -124,7 +125,7 @@ class WorkerPool:
         for worker in self._workers:
             if worker.ready and worker.case is None and pending:
                 case = pending.popleft()
-                worker.case, worker.started, worker.check, worker.results = case, time.monotonic(), "", []
+                worker.case, worker.started, worker.progress = case, time.monotonic(), Progress()
                 worker.conn.send(case)
 
     def _collect(self) -> Iterator[list[Result]]:
@@ -156,17 +157,13 @@ class WorkerPool:
                 if self._recycle_due(worker):
                     yield from self._replace(worker, None)
 
-    def _handle(self, worker: _Worker, message: tuple) -> list[Result] | None:
-        kind, payload = message
-        if kind == "ready":
+    def _handle(self, worker: _Worker, message: protocol.Message) -> list[Result] | None:
+        kind, _ = worker.progress.take(message)
+        if kind is Kind.READY:
             worker.ready = True
             self._failed_starts = 0
-        elif kind == "check":
-            worker.check = payload
-        elif kind == "result":
-            worker.results.append(Result.from_json(payload))
-        elif kind == "done":
-            results, worker.case, worker.results = worker.results, None, []
+        elif kind is Kind.DONE:
+            results, worker.case, worker.progress = worker.progress.results, None, Progress()
             worker.tasks += 1
             return results
         return None
@@ -203,7 +200,7 @@ class WorkerPool:
         _kill(worker)
         index = self._workers.index(worker)
         if final is not None:
-            yield [*worker.results, *final]
+            yield [*worker.progress.results, *final]
         self._workers[index] = self._spawn()
 
     def _death_row(self, worker: _Worker) -> list[Result] | None:
@@ -222,7 +219,7 @@ class WorkerPool:
 
     def _rows(self, worker: _Worker, status: Status, message: str) -> list[Result]:
         assert worker.case is not None
-        return death_rows(worker.case, self.options, worker.results, worker.check, status, message,
+        return death_rows(worker.case, self.options, worker.progress, status, message,
                           seconds=time.monotonic() - worker.started, worker=worker.name)
 
 

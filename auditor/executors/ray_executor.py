@@ -1,9 +1,9 @@
 """The sweep as tasks on a Ray cluster: the worker code, rows and statuses of the local pool.
 
 Each model type is one Ray task. It runs `worker.run_case` in a Ray worker process (which
-imports torch, transformers and the plugins once) and streams the same messages a pool worker
-sends over its pipe: `("check", name)`, `("result", dict)`, `("done", model_type)`, after a
-`("started", worker)` that starts the type's clock. The driver keeps the pool's promises:
+starts up as a pool worker does, once: `worker.prepare`) and streams the messages a pool worker
+sends over its pipe (`protocol.py`), after a `started` that starts the type's clock. The driver
+keeps the pool's promises:
 
 * timeout: no `done` within --timeout of the task starting; the task is cancelled (Ray kills
   its worker) and the check that was running, and those after it, get `timeout` rows;
@@ -28,8 +28,10 @@ from pathlib import Path
 from auditor.checks import Options, model_runners
 from auditor.core.results import Result
 from auditor.core.status import Phase, Status, classify, summary
-from auditor.engine.deaths import death_rows
-from auditor.engine.pool import START_TIMEOUT, PoolError
+from auditor.executors import protocol
+from auditor.executors.deaths import death_rows
+from auditor.executors.pool import START_TIMEOUT, PoolError
+from auditor.executors.protocol import Kind, Progress
 from auditor.models.cases import ModelCase
 from auditor.remote.ray_trip import check_reachable
 
@@ -57,8 +59,7 @@ class _Task:
     submitted: float
     started: float | None = None
     worker: str = ""
-    check: str = ""
-    results: list[Result] = field(default_factory=list)
+    progress: Progress = field(default_factory=Progress)
 
 
 class RayExecutor:
@@ -179,13 +180,13 @@ class RayExecutor:
             try:
                 message = ray.get(next(ref))
             except StopIteration:  # ended without "done": never expected from run_case
-                message = ("error", "the Ray task ended without finishing its model type")
+                message = protocol.error("the Ray task ended without finishing its model type")
             except Exception as exc:
                 if isinstance(exc, ray.exceptions.RayTaskError) and task.started is None:
                     raise ClusterError(f"a Ray worker cannot get ready: {summary(exc.cause or exc)}") from None
                 del tasks[ref]
                 failure = classify(exc, Phase.TASK)
-                yield [*task.results, *self._death_rows(task, failure.status, failure.message)]
+                yield [*task.progress.results, *self._death_rows(task, failure.status, failure.message)]
                 return
             finished = self._handle(task, message)
             if finished is not None:
@@ -193,19 +194,15 @@ class RayExecutor:
                 yield finished
                 return
 
-    def _handle(self, task: _Task, message: tuple) -> list[Result] | None:
-        kind, payload = message
-        if kind == "started":
+    def _handle(self, task: _Task, message: protocol.Message) -> list[Result] | None:
+        kind, payload = task.progress.take(message)
+        if kind is Kind.STARTED:
             task.started, task.worker = time.monotonic(), payload
             self._any_started = True
-        elif kind == "check":
-            task.check = payload
-        elif kind == "result":
-            task.results.append(Result.from_json(payload))
-        elif kind == "done":
-            return task.results
-        elif kind == "error":
-            return [*task.results, *self._death_rows(task, Status.CRASH, f"Crash: {payload}")]
+        elif kind is Kind.DONE:
+            return task.progress.results
+        elif kind is Kind.ERROR:
+            return [*task.progress.results, *self._death_rows(task, Status.CRASH, f"Crash: {payload}")]
         return None
 
     def _enforce_timeouts(self, tasks: dict[object, _Task]) -> Iterator[list[Result]]:
@@ -219,11 +216,11 @@ class RayExecutor:
                     ray.cancel(ref, force=True)
                     del tasks[ref]
                     message = f"Timeout: no result after {self.settings.timeout:g} s"
-                    yield [*task.results, *self._death_rows(task, Status.TIMEOUT, message)]
+                    yield [*task.progress.results, *self._death_rows(task, Status.TIMEOUT, message)]
 
     def _death_rows(self, task: _Task, status: Status, message: str) -> list[Result]:
         seconds = time.monotonic() - (task.started or task.submitted)
-        return death_rows(task.case, self.options, task.results, task.check, status, message,
+        return death_rows(task.case, self.options, task.progress, status, message,
                           seconds=seconds, worker=task.worker)
 
 
@@ -245,25 +242,11 @@ def sweep_case(case: ModelCase, options: Options, plugins: tuple[str, ...]) -> I
     """A Ray task (a generator: Ray streams each message to the driver as it is yielded)."""
     import ray
 
-    from auditor.core import heap
-    from auditor.engine.worker import run_case
+    from auditor.executors.worker import prepare, run_case
 
-    selected = _prepared(plugins, options.checks)
+    key = (plugins, options.checks)
+    if key not in _PREPARED:  # a Ray worker process runs many tasks: start up once
+        _PREPARED[key] = prepare(plugins, options.checks)
     worker = f"{ray.util.get_node_ip_address()}:{os.getpid()}"  # which node and process made the rows
-    yield ("started", worker)
-    yield from run_case(case, selected, options, worker=worker)
-    heap.settle()  # as a pool worker does between model types
-
-
-def _prepared(plugins: tuple[str, ...], names: tuple[str, ...]) -> list:
-    key = (plugins, names)
-    if key not in _PREPARED:
-        import torch  # noqa: F401  (import once per worker process, as a pool worker does)
-        import transformers  # noqa: F401
-
-        from auditor import checks
-        from auditor.models import cases
-
-        cases.load_plugins(plugins)
-        _PREPARED[key] = [checks.get(name) for name in names]
-    return _PREPARED[key]
+    yield protocol.started(worker)
+    yield from run_case(case, _PREPARED[key], options, worker=worker)

@@ -1,9 +1,8 @@
-"""What runs inside a worker process: import once, then run checks on model types one by one.
+"""What runs inside a worker, for both executors: import once, then run checks on model types
+one by one, sending the messages of `protocol.py`.
 
-A worker talks to the pool only through its pipe, in structured messages:
-`("ready", pid)`, then per model type `("check", name)` before each check,
-`("result", dict)` for each result and `("done", model_type)` at the end.
-Nothing is ever read from its stdout, so a model that prints cannot corrupt a result.
+`main` is a pool worker process; a Ray task (`ray_executor.sweep_case`) calls `prepare` and
+`run_case` the same way, so the two differ only in how the messages travel.
 """
 
 from __future__ import annotations
@@ -17,6 +16,7 @@ from auditor.checks import CaseContext, Check, Options
 from auditor.core import heap
 from auditor.core.results import Result
 from auditor.core.status import classify
+from auditor.executors import protocol
 from auditor.models.cases import ModelCase
 
 
@@ -30,27 +30,34 @@ def main(conn, name: str, plugins: Sequence[str], options: Options, log_file: st
     if log_file:
         _write_output_to(log_file, name)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
-    import torch  # noqa: F401  (import once, up front: this is what the pool amortizes)
-    import transformers  # noqa: F401
-
-    from auditor import checks
-    from auditor.models import cases
-
-    cases.load_plugins(plugins)
-    selected = [checks.get(check) for check in options.checks]
+    selected = prepare(plugins, options.checks)
+    # Only a pool worker starts its checks' helpers (a receiver, say): it lives for many model
+    # types, and the start must not be charged to the first one's --timeout.
     for check in selected:
         check.start(options)
     # What is loaded now lives as long as the worker: out of the garbage collector's sight, it
     # is not scanned again by every full collection that a model type's build triggers.
     heap.settle()
-    conn.send(("ready", os.getpid()))
+    conn.send(protocol.ready(os.getpid()))
     while True:
         case = conn.recv()
         if case is None:
             return
         for message in run_case(case, selected, options, worker=name):
             conn.send(message)
-        heap.settle()  # the next type's collections skip what this one imported
+
+
+def prepare(plugins: Sequence[str], names: Sequence[str]) -> list[Check]:
+    """A worker's start-up: torch and transformers imported once, up front (what a long-lived
+    worker amortizes), the plugins loaded, the selected checks resolved."""
+    import torch  # noqa: F401
+    import transformers  # noqa: F401
+
+    from auditor import checks
+    from auditor.models import cases
+
+    cases.load_plugins(plugins)
+    return [checks.get(name) for name in names]
 
 
 def _write_output_to(log_file: str, name: str) -> None:
@@ -70,20 +77,21 @@ def _write_output_to(log_file: str, name: str) -> None:
 
 
 def run_case(case: ModelCase, selected: Sequence[Check], options: Options, worker: str = "") -> Iterator[tuple]:
-    """Run every selected check on one model type; yields the messages for the pool."""
+    """Run every selected check on one model type; yields the messages for the driver."""
     import torch
 
     dtype = torch.get_default_dtype()
     context = CaseContext(case, options)
     try:
         for check in selected:
-            yield ("check", check.name)
+            yield protocol.check_started(check.name)
             for result in run_check(check, case, context):
-                yield ("result", _stamped(result, worker).to_json())
+                yield protocol.row(_stamped(result, worker))
     finally:
         del context
         torch.set_default_dtype(dtype)  # no state may leak into the next model type
-    yield ("done", case.model_type)
+    yield protocol.done(case.model_type)
+    heap.settle()  # the next type's collections skip what this one imported
 
 
 def run_check(check: Check, case: ModelCase, context: CaseContext) -> Iterator[Result]:

@@ -1,0 +1,73 @@
+"""What a worker sends back, whichever executor runs it: one message format, read in one place.
+
+A worker (a pool process over its pipe, or a Ray task as a streamed generator) sends plain
+`(kind, payload)` tuples: small, picklable, and never read from stdout, so a model that prints
+cannot corrupt a result. Per model type it sends `check` before each check, `result` for each
+row and `done` at the end. Each executor adds one message of its own: a pool worker says
+`ready` once its imports are done; a Ray task says `started` when it begins on a node, and the
+driver reads a task that ended without `done` as an `error`.
+
+The driver keeps a `Progress` per model type in flight: the rows received so far and the check
+that was running, which is what the death rows of a crash, timeout or oom start from.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+
+from auditor.core.results import Result
+
+
+class Kind(str, Enum):
+    READY = "ready"  # a pool worker imported everything and started its checks; payload: its pid
+    STARTED = "started"  # a Ray task began; payload: "node-ip:pid", the rows' worker
+    CHECK = "check"  # a check begins on the model type; payload: the check's name
+    RESULT = "result"  # one row; payload: Result.to_json()
+    DONE = "done"  # the model type is finished; payload: its name
+    ERROR = "error"  # the task ended without finishing its model type; payload: why
+
+
+Message = tuple  # (Kind value, payload)
+
+
+def check_started(name: str) -> Message:
+    return (Kind.CHECK.value, name)
+
+
+def row(result: Result) -> Message:
+    return (Kind.RESULT.value, result.to_json())
+
+
+def done(model_type: str) -> Message:
+    return (Kind.DONE.value, model_type)
+
+
+def ready(pid: int) -> Message:
+    return (Kind.READY.value, pid)
+
+
+def started(worker: str) -> Message:
+    return (Kind.STARTED.value, worker)
+
+
+def error(why: str) -> Message:
+    return (Kind.ERROR.value, why)
+
+
+@dataclass
+class Progress:
+    """One model type's messages so far, as the driver has read them."""
+
+    check: str = ""  # the check running (or last begun): a death's rows start there
+    results: list[Result] = field(default_factory=list)
+
+    def take(self, message: Message) -> tuple[Kind, object]:
+        """Record a check's start or a row; return the message's kind and payload, for the
+        executor's own steps (ready, started, done, error)."""
+        kind, payload = Kind(message[0]), message[1]
+        if kind is Kind.CHECK:
+            self.check = payload
+        elif kind is Kind.RESULT:
+            self.results.append(Result.from_json(payload))
+        return kind, payload

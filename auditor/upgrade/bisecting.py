@@ -1,0 +1,238 @@
+"""Running `bisect` and `bisect-step`: installing and sweeping transformers until a cell's change is found.
+
+`bisect_probe` checks the cell and its sweep before anything is installed (InputError); then
+`bisect_releases` walks the package index's releases from good to bad, or `bisect_commits` the
+commits of a local checkout through `git bisect run`, whose steps are `bisect_step`. Each release
+or commit tried is installed into one reused venv (.nox/bisect/) and swept into a run directory
+of its own under the probe's `outdir`. The search itself (which release next, what a state is)
+is bisect.py's; nothing here prints.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from auditor.core.errors import InputError, RunInterrupted
+from auditor.upgrade import releases, runner
+from auditor.upgrade.bisect import (
+    BisectError,
+    Cell,
+    Entry,
+    Outcome,
+    State,
+    bounds,
+    cell_state,
+    check_ends,
+    first_bad_commit,
+    next_probe,
+    parse_cell,
+    step_verdict,
+    sweep_selection,
+)
+from auditor.upgrade.gitrepo import checked_repo, git
+from auditor.upgrade.plan import parse_transformers, sweep_flags
+from auditor.upgrade.releases import ReleaseError
+from auditor.upgrade.runner import UpgradeEvents
+from auditor.upgrade.venvs import BISECT_ENVDIR, only_type, release_steps
+
+WHAT = "bisect"
+# How `git bisect run` starts a step: this auditor, by the interpreter running it (a test seam).
+STEP_COMMAND = (sys.executable, "-m", "auditor")
+
+
+@dataclass(frozen=True)
+class Probe:
+    """How each release or commit is measured: the cell, its sweep's options, where runs go."""
+
+    cell: Cell
+    sweep: tuple[str, ...]  # the sweep's options, as `auditor sweep` takes them
+    outdir: Path
+    step_options: tuple[str, ...] = ()  # the same, as `auditor bisect-step` takes them
+
+    def measure(self, requirement: str, name: str, events: UpgradeEvents) -> State | None:
+        """The cell's state under this transformers; None when it could not be installed or swept."""
+        spec = parse_transformers(requirement, Path.cwd())
+        envdir = runner.NOXFILE.parent / BISECT_ENVDIR
+        install, sweep = release_steps(spec, outdir=self.outdir / name, envdir=envdir, noxfile=runner.NOXFILE,
+                                       nox=runner.NOX, sweep=self.sweep, label=f"transformers {name}", name=name)
+        if runner.run_step(install, events) or runner.run_step(sweep, events):
+            return None
+        run = runner.read_swept(sweep.side, events, context=f"the sweep of {name} left no readable results: ",
+                                hint=f": the venv under {envdir} did not take the release")
+        return cell_state(runner.cells_of(run), self.cell)
+
+
+def bisect_probe(model_type: str, column: str = "", *, outdir: Path, checks: str | None = None,
+                 policies: str | None = None, jobs: int = 1, timeout: float | None = None) -> Probe:
+    """The cell (COLUMN "" is any cell of the type) and the sweep that measures it, checked before
+    anything is installed: an InputError when they cannot be bisected."""
+    from auditor.api.sweeps import DEFAULT_CHECKS, DEFAULT_POLICIES
+
+    try:
+        cell = parse_cell(model_type, column)
+    except BisectError as exc:
+        raise InputError(str(exc)) from None
+    runner.check_limits(jobs=jobs, timeout=timeout)
+    check, policy = sweep_selection(cell, _is_policy)
+    if cell.column and (checks or policies):
+        raise InputError("--checks and --policies are for any cell of a type; COLUMN already names its check")
+    chosen = check or checks or ",".join(DEFAULT_CHECKS)
+    runner.check_names(chosen, cell.column or "--checks")
+    chosen_policies = policy or policies or (None if cell.column else ",".join(DEFAULT_POLICIES))
+    runner.require_nox(WHAT)
+    sweep = [*only_type(cell.model_type),
+             *sweep_flags(checks=chosen, policies=chosen_policies, jobs=jobs, timeout=timeout)]
+    step = ["--jobs", str(jobs), *(["--timeout", f"{timeout:g}"] if timeout else []),
+            *(["--checks", checks] if checks else []), *(["--policies", policies] if policies else [])]
+    return Probe(cell, tuple(sweep), outdir, tuple(step))
+
+
+def _is_policy(name: str) -> bool:
+    import auditor.engines  # noqa: F401  (registers the engines' policies)
+    from auditor.decorators.policies import CHECK_POLICIES
+    from auditor.decorators.registry import ALIASES
+
+    return name in CHECK_POLICIES or name in ALIASES
+
+
+# -- releases of the package index ---------------------------------------------------------------
+
+@dataclass(frozen=True)
+class ReleaseBisection:
+    """Where the cell changed among `span` (good end first); None for a release that could not be measured."""
+
+    cell: Cell
+    span: tuple[str, ...]
+    states: dict[str, State | None]  # in the order tried
+    outcome: Outcome
+
+    @property
+    def skipped(self) -> list[str]:
+        return sorted((r for r, s in self.states.items() if s is None), key=self.span.index)
+
+
+def bisect_releases(probe: Probe, good: str, bad: str, events: UpgradeEvents | None = None) -> ReleaseBisection:
+    """The first release from `good` to `bad` where the cell is not as at `good`. An end that
+    cannot be installed, or a cell the same at both ends, is an InputError; Ctrl-C is RunInterrupted."""
+    events = events or UpgradeEvents()
+    try:
+        span = releases.releases_between(good, bad, releases.index_releases())
+    except ReleaseError as exc:
+        raise InputError(str(exc)) from None
+    states: dict[str, State | None] = {}
+    try:
+        with runner.venv_lock(WHAT, events):
+            for end in (span[0], span[-1]):
+                states[end] = probe.measure(end, end, events)
+                if states[end] is None:
+                    raise InputError(f"could not install or sweep transformers {end}, an end of the range; "
+                                     "nox's log is above")
+            _check_ends(states[span[0]], states[span[-1]], probe.cell, span[0], span[-1])
+            while (release := next_probe(span, states)) is not None:
+                states[release] = probe.measure(release, release, events)
+    except KeyboardInterrupt:
+        raise RunInterrupted(results_path=probe.outdir) from None
+    return ReleaseBisection(probe.cell, tuple(span), states, bounds(span, states))
+
+
+def _check_ends(good: State, bad: State, cell: Cell, good_name: str, bad_name: str) -> None:
+    try:
+        check_ends(good, bad, cell, good_name, bad_name)
+    except BisectError as exc:
+        raise InputError(str(exc)) from None
+
+
+# -- commits of a local checkout, driven by `git bisect run` ------------------------------------------
+
+@dataclass(frozen=True)
+class CommitBisection:
+    """What `git bisect run` found: the first bad `commit` (None when it named none)."""
+
+    cell: Cell
+    good: State
+    bad: State
+    commit: str | None
+    subject: str  # the commit's subject line
+    commits: int  # the commits after good up to bad
+    tried: int  # the commits installed between the ends
+    only_skipped: bool  # git narrowed it to commits that could not be measured (it lists them)
+    git_exit: int
+
+
+def bisect_commits(probe: Probe, repo: Path, good: str, bad: str,
+                   events: UpgradeEvents | None = None) -> CommitBisection:
+    """The first commit from `good` to `bad` (refs of the checkout `repo`) where the cell changes.
+    The checkout must be clean; it is left where it was. Ctrl-C is RunInterrupted."""
+    events = events or UpgradeEvents()
+    repo, (good_commit, bad_commit) = checked_repo(repo, (good, bad))
+    if git(repo, "merge-base", "--is-ancestor", good_commit, bad_commit, check=False).returncode:
+        raise InputError(f"--good {good} is not an ancestor of --bad {bad}")
+    git(repo, "bisect", "start")  # remembers where the checkout was, for the reset
+    try:
+        states = _measure_ends(probe, repo, {"good": good_commit, "bad": bad_commit}, events)
+        _check_ends(states["good"], states["bad"], probe.cell, good, bad)
+        git(repo, "bisect", "bad", bad_commit)
+        git(repo, "bisect", "good", good_commit)
+        step = [*STEP_COMMAND, "bisect-step", probe.cell.model_type,
+                *([probe.cell.column] if probe.cell.column else []), "--repo", str(repo),
+                "--good-results", str(probe.outdir / "good"), "--output", str(probe.outdir / "commits"),
+                *probe.step_options]
+        run = subprocess.run(["git", "-C", str(repo), "bisect", "run", *step], stdout=subprocess.PIPE,
+                             stderr=None, text=True, check=False)
+        events.output(run.stdout)
+        log = git(repo, "bisect", "log").stdout
+    except KeyboardInterrupt:
+        raise RunInterrupted(results_path=probe.outdir) from None
+    finally:
+        reset = git(repo, "bisect", "reset", check=False)
+        if reset.returncode:
+            events.note(f"could not `git bisect reset` {repo} (do it by hand): "
+                        f"{reset.stderr.strip() or reset.stdout.strip()}")
+    tried = sum(line.startswith(("git bisect good", "git bisect bad", "git bisect skip"))
+                for line in log.splitlines()) - 2
+    commit = first_bad_commit(run.stdout)
+    subject = git(repo, "log", "-1", "--format=%s", commit).stdout.strip() if commit else ""
+    count = int(git(repo, "rev-list", "--count", f"{good_commit}..{bad_commit}").stdout.strip())
+    return CommitBisection(probe.cell, states["good"], states["bad"], commit, subject, count, tried,
+                           "only 'skip'ped commits left" in run.stdout, run.returncode)
+
+
+def _measure_ends(probe: Probe, repo: Path, ends: dict[str, str], events: UpgradeEvents) -> dict[str, State]:
+    states = {}
+    with runner.venv_lock(WHAT, events):
+        for name, commit in ends.items():
+            git(repo, "checkout", "--quiet", "--detach", commit)
+            states[name] = probe.measure(str(repo), name, events)
+            if states[name] is None:
+                raise InputError(f"could not install or sweep the checkout at --{name} {commit[:12]}; "
+                                 "nox's log is above")
+    return states
+
+
+@dataclass(frozen=True)
+class StepOutcome:
+    """One step of `git bisect run`: the commit measured, what it showed, and the step's exit code."""
+
+    head: str
+    state: State | None  # None: could not be installed or swept
+    verdict: int  # GIT_GOOD, GIT_BAD or GIT_SKIP
+
+
+def bisect_step(probe: Probe, repo: Path, *, good_results: Path | None = None, good_status: str | None = None,
+                events: UpgradeEvents | None = None) -> StepOutcome:
+    """Measure the checkout `repo` as it is and compare it with the good state: a run of a good
+    commit (`good_results`) or the COLUMN's status there (`good_status`, `absent` for none)."""
+    events = events or UpgradeEvents()
+    repo, (head,) = checked_repo(repo, ("HEAD",), bisecting=True)
+    if good_results is not None:
+        good = cell_state(runner.cells_of(runner.read_side(good_results, "--good-results: ", events)), probe.cell)
+    elif not probe.cell.column:
+        raise InputError("--good-status needs COLUMN (for any cell of a type, give --good-results)")
+    else:
+        good = State(() if good_status == "absent" else (Entry(probe.cell.column, good_status or ""),))
+    with runner.venv_lock(WHAT, events):
+        state = probe.measure(str(repo), head[:12], events)
+    return StepOutcome(head, state, step_verdict(good, state))

@@ -1,0 +1,112 @@
+"""Running `upgrade-check`: the same sweep under two transformers, each in its own venv.
+
+`plan_check` finds everything that can be wrong with the request before any venv is touched
+(InputError); `run_check` installs both sides, then sweeps each, and writes the two side by side.
+The diff of the two runs is `auditor.diff(outcome.base, outcome.new, allow)`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from auditor.core.errors import InputError, RunInterrupted
+from auditor.core.results import Run
+from auditor.upgrade import runner
+from auditor.upgrade.plan import (
+    UpgradePlan,
+    UpgradeSpecError,
+    default_outdir,
+    parse_transformers,
+    plan_upgrade,
+    sweep_flags,
+)
+from auditor.upgrade.runner import UpgradeEvents
+
+WHAT = "upgrade-check"
+LOCK = "upgrade_check"
+
+
+@dataclass(frozen=True)
+class UpgradeOutcome:
+    """Both sides swept: their runs, and the merged report of the two in `plan.outdir`."""
+
+    plan: UpgradePlan
+    base: Run
+    new: Run
+    written: tuple[Path, ...]
+
+
+def plan_check(base: str, new: str, *, models: Sequence[str] = (), exclude: Sequence[str] = (),
+               checks: str | None = None, policies: str | None = None, jobs: int | None = None,
+               timeout: float | None = None, output: str | os.PathLike | None = None,
+               allow: str | os.PathLike | None = None, resume: bool = False, overwrite: bool = False,
+               cwd: Path | None = None) -> UpgradePlan:
+    """The steps comparing transformers `base` and `new` (releases, or local wheels, sdists or
+    source trees); `output` (relative to `cwd`) defaults to reports/upgrade-BASE-to-NEW. Options
+    left None keep the sweep's defaults. Bad input is an InputError, found before any venv is
+    touched."""
+    from auditor.api.sweeps import DEFAULT_CHECKS, DEFAULT_POLICIES
+
+    runner.check_limits(jobs=jobs, timeout=timeout, resume=resume, overwrite=overwrite)
+    # Both sides get the checks and policies explicitly: they run this checkout, and a default
+    # that changes between the two sweeps would make their columns differ.
+    checks = checks if checks is not None else ",".join(DEFAULT_CHECKS)
+    policies = policies if policies is not None else ",".join(DEFAULT_POLICIES)
+    runner.check_names(checks)
+    runner.require_nox(WHAT)
+    if allow is not None:
+        _read_allow_list(Path(allow))
+    cwd = cwd or Path.cwd()
+    try:
+        base_spec, new_spec = parse_transformers(base, cwd), parse_transformers(new, cwd)
+        outdir = cwd / (output if output is not None else default_outdir(base_spec, new_spec))
+        return plan_upgrade(
+            base_spec, new_spec, outdir=outdir, noxfile=runner.NOXFILE, nox=runner.NOX,
+            sweep=sweep_flags(models=models, exclude=exclude, checks=checks, policies=policies, jobs=jobs,
+                              timeout=timeout),
+            resume=resume,
+        )
+    except UpgradeSpecError as exc:
+        raise InputError(str(exc)) from None
+
+
+def _read_allow_list(path: Path) -> None:
+    from auditor.report.diff import AllowListError, parse_allow_list
+
+    try:
+        parse_allow_list(path.read_text(encoding="utf-8"), str(path))
+    except OSError as exc:
+        raise InputError(f"cannot read allow list {path}: {exc.strerror or exc}") from None
+    except AllowListError as exc:
+        raise InputError(str(exc)) from None
+
+
+def run_check(plan: UpgradePlan, events: UpgradeEvents | None = None, *, resume: bool = False,
+              overwrite: bool = False) -> UpgradeOutcome:
+    """Install both sides, sweep each, and write their merged report. A side that cannot be
+    installed or swept is an InputError; Ctrl-C is RunInterrupted (the finished rows are kept in
+    `plan.outdir`: the same plan with resume continues)."""
+    events = events or UpgradeEvents()
+    for side in plan.sides:
+        runner.prepare_outdir(side.outdir, resume=resume, overwrite=overwrite)
+    try:
+        with runner.venv_lock(LOCK, events):
+            for step in plan.steps:
+                code = runner.run_step(step, events)
+                if code:
+                    raise InputError(f"could not {step.describe()}: nox exited {code}; its log is above")
+    except KeyboardInterrupt:
+        raise RunInterrupted(results_path=plan.outdir) from None
+    base, new = (runner.read_swept(side, events, context=f"the {side.name} side left no readable results: ",
+                                   hint=" (results of an earlier run? rerun with --overwrite)")
+                 for side in plan.sides)
+    from auditor.report import write_report
+
+    try:
+        written = write_report([base, new], plan.outdir)
+    except OSError as exc:
+        raise InputError(f"cannot write to {plan.outdir}: {exc.strerror or exc}") from None
+    return UpgradeOutcome(plan, base, new, tuple(written))

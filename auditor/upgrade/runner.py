@@ -1,0 +1,154 @@
+"""Running the nox steps of upgrade-check, bisect and versions, and what the three share.
+
+The steps themselves are planned elsewhere (plan.py, venvs.py); here they run, one nox process
+each, under a lock per command and checkout (a second run waits rather than install into venvs
+the first is sweeping). Reading a step's results, the checks of the options the three commands
+pass on to their sweeps, and their output directories are here too, so each is written once.
+Nothing here prints: what a person should see goes to an `UpgradeEvents`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+from auditor.core.errors import InputError
+from auditor.core.hints import NOX_HINT
+from auditor.core.results import RESULTS_FILE, ResultsFileError, Run, read_run
+from auditor.upgrade.plan import Side, Step, installed_mismatch
+
+# The project's noxfile, whose upgrade_check sessions every step runs (a test seam: read at call time).
+NOXFILE = Path(__file__).resolve().parents[2] / "noxfile.py"
+NOX = (sys.executable, "-m", "nox")
+
+
+class UpgradeEvents:
+    """What the runners tell as they go. The default tells nothing; the CLI prints (to stderr:
+    stdout holds only the verdict). Subclass it and override what you want."""
+
+    def step(self, step: Step) -> None:
+        """A nox step starts (its own output follows on stderr)."""
+
+    def waiting(self, lock: Path) -> None:
+        """Another auditor command holds this checkout's venvs; this one waits for it."""
+
+    def damaged(self, run: Run) -> None:
+        """A run's results file was cut short (a killed sweep); it was read without its tail."""
+
+    def note(self, text: str) -> None:
+        """Something a person should know (a checkout that could not be reset)."""
+
+    def output(self, text: str) -> None:
+        """A tool's own output, to show as it is (`git bisect run`'s log)."""
+
+
+def require_nox(what: str) -> None:
+    """An InputError unless nox and the project's noxfile are there (before any venv is touched)."""
+    if importlib.util.find_spec("nox") is None:
+        raise InputError(f"{what} runs nox: {NOX_HINT}")
+    if not NOXFILE.is_file():
+        raise InputError(f"{what} needs the project's noxfile, not found at {NOXFILE}: "
+                         "run it from a checkout of model-sweep-auditor")
+
+
+@contextlib.contextmanager
+def venv_lock(name: str, events: UpgradeEvents) -> Iterator[None]:
+    """Runs of one command in one checkout share its venvs: the second waits rather than install
+    into them while the first sweeps. `name`: the lock's, .nox/NAME.lock."""
+    try:
+        import fcntl
+    except ImportError:  # not POSIX: no lock
+        yield
+        return
+    path = NOXFILE.parent / ".nox" / f"{name}.lock"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            events.waiting(path)
+            fcntl.flock(handle, fcntl.LOCK_EX)
+        yield
+
+
+def run_step(step: Step, events: UpgradeEvents) -> int:
+    """Run one nox step, its output on stderr; its exit code (a test seam: tests stand in for it)."""
+    events.step(step)
+    return subprocess.run(step.argv, env={**os.environ, **step.env}, stdout=_stderr_fd(), check=False).returncode
+
+
+def _stderr_fd() -> int | None:
+    """nox's own output goes to stderr, so that stdout holds only the verdict."""
+    try:
+        return sys.stderr.fileno()
+    except (AttributeError, OSError, ValueError):
+        return None
+
+
+def read_side(outdir: Path, context: str, events: UpgradeEvents) -> Run:
+    """The run a step wrote in `outdir`; an InputError starting with `context` when it cannot be read."""
+    try:
+        run = read_run(outdir)
+    except ResultsFileError as exc:
+        raise InputError(f"{context}{exc}") from None
+    if run.damage is not None:
+        events.damaged(run)
+    return run
+
+
+def read_swept(side: Side, events: UpgradeEvents, *, context: str, hint: str) -> Run:
+    """The run of a side's sweep (`context` starts the error when there is none), refused when it
+    ran another transformers than the side asked for (`hint` follows the reason)."""
+    run = read_side(side.outdir, context, events)
+    mismatch = installed_mismatch(side, run.info.transformers)
+    if mismatch:
+        raise InputError(f"{mismatch}{hint}")
+    return run
+
+
+def cells_of(run: Run):
+    """(model type, column) -> the result that won the cell: the matrix's rule, read from one run."""
+    from auditor.report.matrix import run_cells
+
+    return run_cells(run)
+
+
+# -- the options every command passes on to its sweeps, checked before any venv is touched ------
+
+def check_limits(*, jobs: int | None, timeout: float | None, resume: bool = False, overwrite: bool = False) -> None:
+    if resume and overwrite:
+        raise InputError("--resume and --overwrite contradict each other")
+    if jobs is not None and jobs < 1:
+        raise InputError("--jobs must be at least 1")
+    if timeout is not None and timeout <= 0:
+        raise InputError("--timeout must be a positive number of seconds")
+
+
+def check_names(checks: str, source: str = "") -> None:
+    """An InputError unless `checks` (comma-separated) names known checks; `source` says where the
+    names came from when not from --checks."""
+    from auditor.checks import available
+
+    unknown = [c.strip() for c in checks.split(",") if c.strip() and c.strip() not in available()]
+    if unknown or not checks.strip(", "):
+        where = f" (from {source})" if source else ""
+        raise InputError(f"unknown check(s) {', '.join(unknown) or '(none given)'}{where}; "
+                         f"available: {', '.join(available())}")
+
+
+def prepare_outdir(outdir: Path, *, resume: bool, overwrite: bool) -> None:
+    """`outdir` made and writable, and without results unless told to resume or overwrite them."""
+    try:
+        outdir.mkdir(parents=True, exist_ok=True)
+        probe = outdir / ".write-test"
+        probe.write_text("")
+        probe.unlink()
+    except OSError as exc:
+        raise InputError(f"cannot write to {outdir}: {exc.strerror or exc}") from None
+    if (outdir / RESULTS_FILE).exists() and not (resume or overwrite):
+        raise InputError(f"{outdir / RESULTS_FILE} exists; pass --resume to continue it or --overwrite to replace it")

@@ -1,0 +1,138 @@
+"""Running `versions`: the same sweep under several transformers releases, and their one report.
+
+`plan_versions` resolves the releases against the package index and checks the request before
+any venv is touched (InputError); `run_versions` installs every release (one reused venv each,
+.nox/releases/RELEASE/), then sweeps each into OUTDIR/RELEASE/, then `merge_versions` writes the
+report of every run under OUTDIR and the min/max pass table (report/ranges.py).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from auditor.core.errors import InputError, RunInterrupted
+from auditor.core.results import RESULTS_FILE
+from auditor.upgrade import releases, runner
+from auditor.upgrade.plan import Step, parse_transformers, sweep_flags
+from auditor.upgrade.releases import ReleaseError
+from auditor.upgrade.runner import UpgradeEvents
+from auditor.upgrade.venvs import RELEASES_ENVDIR, release_steps
+
+WHAT = "versions"
+RANGE_FILES = ("minmax.csv", "minmax.html")
+
+
+@dataclass(frozen=True)
+class VersionsPlan:
+    releases: tuple[str, ...]  # oldest first
+    steps: tuple[Step, ...]  # every install, then every sweep, in the order of `releases`
+    outdir: Path
+
+    @property
+    def sweeps(self) -> tuple[Step, ...]:
+        return self.steps[len(self.steps) // 2:]
+
+
+@dataclass(frozen=True)
+class VersionsReport:
+    """The report of every run under `outdir`: the releases (oldest first), the min/max pass
+    table's rows (report.ranges.PassRange), and the files written."""
+
+    outdir: Path
+    releases: tuple[str, ...]
+    ranges: tuple
+    written: tuple[Path, ...]
+
+
+def plan_versions(spec: str | None, *, models: Sequence[str] = (), exclude: Sequence[str] = (),
+                  checks: str | None = None, policies: str | None = None, jobs: int | None = None,
+                  timeout: float | None = None, executor: str | None = None, ray_address: str | None = None,
+                  shard: str | None = None, output: str | os.PathLike | None = None, resume: bool = False,
+                  overwrite: bool = False, cwd: Path | None = None) -> VersionsPlan:
+    """The steps sweeping the releases `spec` names (5.20.0,5.22.0 or '>=5.20,<5.25'); `output`
+    (relative to `cwd`) defaults to reports/versions-FIRST-to-LAST. Bad input is an InputError."""
+    from auditor.models.cases import SelectionError, parse_shard
+
+    if not spec:
+        raise InputError("name the releases: a list such as 5.20.0,5.22.0 or a specifier such as '>=5.20,<5.25'")
+    runner.check_limits(jobs=jobs, timeout=timeout, resume=resume, overwrite=overwrite)
+    if ray_address and executor != "ray":
+        raise InputError("--ray-address needs --executor ray")
+    slice_dir = ""
+    if shard:
+        try:
+            index, count = parse_shard(shard)
+        except SelectionError as exc:
+            raise InputError(str(exc)) from None
+        slice_dir = f"shard-{index}-of-{count}"
+    if checks is not None:
+        runner.check_names(checks)
+    runner.require_nox(WHAT)
+    try:
+        chosen = releases.resolve_releases(spec, releases.index_releases())
+    except ReleaseError as exc:
+        raise InputError(str(exc)) from None
+    cwd = cwd or Path.cwd()
+    outdir = cwd / (output or Path("reports") / f"versions-{chosen[0]}-to-{chosen[-1]}")
+    sweep = sweep_flags(models=models, exclude=exclude, checks=checks, policies=policies, jobs=jobs, timeout=timeout)
+    sweep += [f for name, value in (("--executor", executor), ("--ray-address", ray_address), ("--shard", shard))
+              if value for f in (name, value)]
+    pairs = [release_steps(parse_transformers(r, cwd), outdir=outdir / r / slice_dir if slice_dir else outdir / r,
+                           envdir=runner.NOXFILE.parent / RELEASES_ENVDIR / r, noxfile=runner.NOXFILE, nox=runner.NOX,
+                           sweep=sweep, label=f"transformers {r}", resume=resume,
+                           extras="[ray]" if executor == "ray" else "")
+             for r in chosen]
+    steps = [install for install, _ in pairs] + [run for _, run in pairs]
+    return VersionsPlan(tuple(chosen), tuple(steps), outdir)
+
+
+def run_versions(plan: VersionsPlan, events: UpgradeEvents | None = None, *, resume: bool = False,
+                 overwrite: bool = False) -> VersionsReport:
+    """Install every release, sweep each, and write the report of them all. A release that cannot
+    be installed or swept is an InputError; Ctrl-C is RunInterrupted (rows kept: resume continues)."""
+    events = events or UpgradeEvents()
+    for step in plan.sweeps:
+        runner.prepare_outdir(step.side.outdir, resume=resume, overwrite=overwrite)
+    try:
+        with runner.venv_lock(WHAT, events):
+            for step in plan.steps:
+                if runner.run_step(step, events):
+                    raise InputError(f"could not {step.describe()}; nox's log is above")
+    except KeyboardInterrupt:
+        raise RunInterrupted(results_path=plan.outdir) from None
+    for step in plan.sweeps:
+        runner.read_swept(step.side, events, context=f"the sweep of {step.side.name} left no readable results: ",
+                          hint=" (results of an earlier run? rerun with --overwrite)")
+    return merge_versions(plan.outdir, events)
+
+
+def merge_versions(outdir: Path, events: UpgradeEvents | None = None) -> VersionsReport:
+    """The report of every run under `outdir` (a directory per release, shards of other jobs
+    included), a column group per release, and the min/max table."""
+    from packaging.version import InvalidVersion, Version
+
+    from auditor.report import write_report
+    from auditor.report.ranges import ranges_csv, ranges_html, release_ranges
+
+    events = events or UpgradeEvents()
+    paths = sorted(p.parent for p in outdir.glob(f"*/**/{RESULTS_FILE}"))
+    if not paths:
+        raise InputError(f"no runs under {outdir}/*/ (each release's sweep has its own directory there)")
+    runs = [runner.read_side(path, "", events) for path in paths]
+    try:
+        runs.sort(key=lambda run: Version(run.info.transformers))
+    except InvalidVersion:
+        raise InputError("a run under it used a transformers that is not a release: "
+                         f"{', '.join(sorted({r.info.transformers for r in runs}))}") from None
+    names, ranges = release_ranges(runs, minimum=1)  # every transformers is a release: sorted above
+    try:
+        written = write_report(runs, outdir)
+        for name, text in zip(RANGE_FILES, (ranges_csv(ranges), ranges_html(ranges, names)), strict=True):
+            (outdir / name).write_text(text, encoding="utf-8")
+            written.append(outdir / name)
+    except OSError as exc:
+        raise InputError(f"cannot write to {outdir}: {exc.strerror or exc}") from None
+    return VersionsReport(outdir, tuple(names), tuple(ranges), tuple(written))
