@@ -12,12 +12,13 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "auditor"
 
-# Lowest first: a layer may import the layers before it, never one after it. `report` and
-# `upgrade` stand beside the sweep's stack and may use `core` only; `api` (the Python API) and
-# `cli` (a thin layer over it) use everything below them.
-LAYERS = ("core", "models", "decorators", "remote", "checks", "engine", "api", "cli")
-BESIDE = {"report": {"core"}, "upgrade": {"core"}}
-FACADES = {"api", "cli"}  # the layers that may use `report` and `upgrade`
+# Lowest first: a layer may import the layers before it, never one after it. `report` stands
+# beside the sweep's stack and may use `core` only; `sweeping` (the steps of a sweep, which write
+# the tables), `api` (the Python API) and `cli` (a thin layer over it) use it. `upgrade` spells
+# the options of its sides' sweeps with the sweep's declarations, so it sits above `sweeping`.
+LAYERS = ("core", "models", "decorators", "remote", "checks", "engine", "sweeping", "upgrade", "api", "cli")
+BESIDE = {"report": {"core"}}
+FACADES = {"sweeping", "api", "cli"}  # the layers that may use `report`
 # The package's own __init__ holds __version__, which every layer may read, and hands out the
 # names of `auditor.api` on first use (a module __getattr__), never at import time.
 ROOT = "auditor"

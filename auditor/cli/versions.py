@@ -115,9 +115,8 @@ def _plan(args: argparse.Namespace):
     cwd = Path.cwd()
     outdir = cwd / (args.output or Path("reports") / f"versions-{releases[0]}-to-{releases[-1]}")
     sweep = sweep_flags(models=args.models, exclude=args.exclude, checks=args.checks, policies=args.policies,
-                        jobs=args.jobs, timeout=args.timeout)
-    sweep += [f for name, value in (("--executor", args.executor), ("--ray-address", args.ray_address),
-                                    ("--shard", args.shard)) if value for f in (name, value)]
+                        jobs=args.jobs, timeout=args.timeout, executor=args.executor or None,
+                        ray_address=args.ray_address or None, shard=args.shard or None)
     pairs = [release_steps(parse_transformers(r, cwd), outdir=outdir / r / shard if shard else outdir / r,
                            envdir=NOXFILE.parent / RELEASES_ENVDIR / r, noxfile=NOXFILE, nox=NOX, sweep=sweep,
                            label=f"transformers {r}", resume=args.resume,
