@@ -16,7 +16,7 @@ from pathlib import Path
 
 from auditor.core.errors import InputError
 from auditor.core.results import RESULTS_FILE
-from auditor.sweeping.options import OPTIONS, SweepRequest, listed
+from auditor.sweeping.options import BY_NAME, OPTIONS, SweepRequest, listed
 from auditor.sweeping.plan import SweepPlan
 
 WORKER_LOG = "workers.log"  # the workers' stdout and stderr, in the output directory
@@ -88,9 +88,10 @@ def _check_outputs(request: SweepRequest, outdir: Path) -> None:
     _check_writable(outdir)
     if (outdir / RESULTS_FILE).exists() and not (request.resume or request.overwrite):
         raise InputError(f"{outdir / RESULTS_FILE} exists; pass --resume to continue it or --overwrite to replace it")
-    for path, flag in ((request.junit, "--junit"), (request.markdown, "--markdown")):
+    for option in (BY_NAME["junit"], BY_NAME["markdown"]):
+        path = getattr(request, option.name)
         if path is not None:
-            _check_writable(path.parent, f"{flag} {path}")
+            _check_writable(path.parent, f"{option.flag} {path}")
 
 
 def _check_transformers() -> None:
