@@ -66,8 +66,9 @@ class Option:
     factory: Callable[[], Any] | None = None  # a default computed when it is needed (the cores)
     metavar: str | None = None
     choices: tuple[str, ...] | None = None
-    # What a cell means: recorded in the results header and compared on --resume ("" when it is
-    # not), in the words of the refusal.
+    # Whether it changes what a cell means, in the words of a refused resume ("" when it does
+    # not): such an option is recorded in the results header and may not change on --resume;
+    # any other (the limits, where the files go) may.
     experiment: str = ""
     spelled: Spelled = Spelled.NEVER  # in the printed resume command
     executor: str = ""  # the one executor it applies to, "" for both
