@@ -29,13 +29,14 @@ def main() -> int:
     from auditor.checks.interface import CaseContext, Options
     from auditor.engines.vllm import build as vllm_build
     from auditor.models.cases import discover, select
+    from auditor.sweeping.options import DEFAULT_POLICIES
 
     cases = select(discover(), [m for m in args.models.split(",") if m])
     check = get("backend")
     plain_s = backend_s = full_s = 0.0
     own = differ = 0
     for case in cases:
-        context = CaseContext(case, Options(checks=("build", "backend")))
+        context = CaseContext(case, Options(policies=DEFAULT_POLICIES, checks=("build", "backend")))
         start = time.perf_counter()
         context.plain_failure()
         plain_s += time.perf_counter() - start

@@ -13,12 +13,14 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parents[1] / "auditor"
 
 # Lowest first: a layer may import the layers before it, never one after it. `report` stands
-# beside the sweep's stack and may use `core` only; `api` (the Python API), `upgrade` (the
-# runners of upgrade-check, bisect and versions: they validate sweep options and render reports)
-# and `cli` (a thin layer over both) use everything below them.
-LAYERS = ("core", "models", "decorators", "engines", "remote", "checks", "executors", "api", "upgrade", "cli")
+# beside the sweep's stack and may use `core` only; `sweeping` (the steps of a sweep, which write
+# the tables), `upgrade` (the runners of upgrade-check, bisect and versions: they spell their
+# sides' sweep options with the sweep's declarations and render reports), `api` (the Python API)
+# and `cli` (a thin layer over them) use it.
+LAYERS = ("core", "models", "decorators", "engines", "remote", "checks", "executors", "sweeping", "upgrade",
+          "api", "cli")
 BESIDE = {"report": {"core"}}
-FACADES = {"api", "upgrade", "cli"}  # the layers that may use `report`
+FACADES = {"sweeping", "upgrade", "api", "cli"}  # the layers that may use `report`
 # The package's own __init__ holds __version__, which every layer may read, and hands out the
 # names of `auditor.api` on first use (a module __getattr__), never at import time.
 ROOT = "auditor"

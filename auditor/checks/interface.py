@@ -23,7 +23,9 @@ from auditor.models.cases import ModelCase
 class Options:
     """What checks need to know of the command line; sent to every worker."""
 
-    policies: tuple[str, ...] = ("legacy", "fixed", "fixed-no-config-skip")
+    # The decorator policies; no default here: the sweep's option declarations hold the one default
+    # (auditor/sweeping/options.py), and the sweep always passes them.
+    policies: tuple[str, ...]
     checks: tuple[str, ...] = ("build",)
     # Own-decorator policies share one recorded build (models/construction_log.py); False builds per policy.
     shared_policy_build: bool = True

@@ -69,7 +69,7 @@ def bisect_probe(model_type: str, column: str = "", *, outdir: Path, checks: str
                  policies: str | None = None, jobs: int = 1, timeout: float | None = None) -> Probe:
     """The cell (COLUMN "" is any cell of the type) and the sweep that measures it, checked before
     anything is installed: an InputError when they cannot be bisected."""
-    from auditor.api.sweeps import DEFAULT_CHECKS, DEFAULT_POLICIES
+    from auditor.sweeping.options import BY_NAME, DEFAULT_CHECKS, DEFAULT_POLICIES
 
     try:
         cell = parse_cell(model_type, column)
@@ -80,14 +80,18 @@ def bisect_probe(model_type: str, column: str = "", *, outdir: Path, checks: str
     if cell.column and (checks or policies):
         raise InputError("--checks and --policies are for any cell of a type; COLUMN already names its check")
     chosen = check or checks or ",".join(DEFAULT_CHECKS)
-    runner.check_names(chosen, cell.column or "--checks")
+    runner.check_names(chosen, cell.column or BY_NAME["checks"].flag)
     chosen_policies = policy or policies or (None if cell.column else ",".join(DEFAULT_POLICIES))
     runner.require_nox(WHAT)
     sweep = [*only_type(cell.model_type),
              *sweep_flags(checks=chosen, policies=chosen_policies, jobs=jobs, timeout=timeout)]
-    step = ["--jobs", str(jobs), *(["--timeout", f"{timeout:g}"] if timeout else []),
-            *(["--checks", checks] if checks else []), *(["--policies", policies] if policies else [])]
-    return Probe(cell, tuple(sweep), outdir, tuple(step))
+    return Probe(cell, tuple(sweep), outdir, _step_options(jobs, timeout, checks, policies))
+
+
+def _step_options(jobs: int, timeout: float | None, checks: str | None, policies: str | None) -> tuple[str, ...]:
+    """bisect-step's own options (its parser's, which share their names with the sweep's)."""
+    return ("--jobs", str(jobs), *(("--timeout", f"{timeout:g}") if timeout else ()),
+            *(("--checks", checks) if checks else ()), *(("--policies", policies) if policies else ()))
 
 
 def _is_policy(name: str) -> bool:

@@ -48,7 +48,7 @@ def plan_check(base: str, new: str, *, models: Sequence[str] = (), exclude: Sequ
     source trees); `output` (relative to `cwd`) defaults to reports/upgrade-BASE-to-NEW. Options
     left None keep the sweep's defaults. Bad input is an InputError, found before any venv is
     touched."""
-    from auditor.api.sweeps import DEFAULT_CHECKS, DEFAULT_POLICIES
+    from auditor.sweeping.options import DEFAULT_CHECKS, DEFAULT_POLICIES
 
     runner.check_limits(jobs=jobs, timeout=timeout, resume=resume, overwrite=overwrite)
     # Both sides get the checks and policies explicitly: they run this checkout, and a default

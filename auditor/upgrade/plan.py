@@ -15,6 +15,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from auditor.sweeping.options import side_flags
+
 SESSION = "upgrade_check"
 SIDES = ("base", "new")
 TRANSFORMERS_ENV = "AUDITOR_TRANSFORMERS"
@@ -147,14 +149,17 @@ def default_outdir(base: Transformers, new: Transformers, reports: Path = Path("
 
 
 def sweep_flags(*, models: Sequence[str] = (), exclude: Sequence[str] = (), checks: str | None = None,
-                policies: str | None = None, jobs: int | None = None, timeout: float | None = None) -> list[str]:
-    """The `auditor sweep` options both sides share; an option not given keeps the sweep's default."""
-    flags = [f for m in models for f in ("--models", m)]
-    flags += [f for m in exclude for f in ("--exclude", m)]
-    for name, value in (("--checks", checks), ("--policies", policies), ("--jobs", jobs), ("--timeout", timeout)):
-        if value is not None:
-            flags += [name, f"{value:g}" if isinstance(value, float) else str(value)]
-    return flags
+                policies: str | None = None, jobs: int | None = None, timeout: float | None = None,
+                **more) -> list[str]:
+    """The `auditor sweep` options both sides share, spelled by the sweep's own declarations; an
+    option not given keeps the sweep's default."""
+    return side_flags(models=models, exclude=exclude, checks=checks, policies=policies, jobs=jobs,
+                      timeout=timeout, **more)
+
+
+def side_run_flags(outdir: Path, label: str, *, resume: bool) -> list[str]:
+    """Where a side's sweep writes, its label, and whether it continues an earlier run."""
+    return side_flags(output=outdir, label=label, resume=resume, overwrite=not resume)
 
 
 def plan_upgrade(base: Transformers, new: Transformers, *, outdir: Path, noxfile: Path,
@@ -171,8 +176,7 @@ def plan_upgrade(base: Transformers, new: Transformers, *, outdir: Path, noxfile
                   {TRANSFORMERS_ENV: side.transformers.requirement}) for side in sides]
     steps += [Step(side, "sweep",
                    (*nox_cmd, side.session, "--no-install", "--",
-                    "--output", str(side.outdir), "--label", side.label,
-                    "--resume" if resume else "--overwrite", *sweep),
+                    *side_run_flags(side.outdir, side.label, resume=resume), *sweep),
                    {TRANSFORMERS_ENV: side.transformers.requirement}) for side in sides]
     return UpgradePlan(base=sides[0], new=sides[1], outdir=outdir, steps=tuple(steps))
 

@@ -14,7 +14,8 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
-from auditor.upgrade.plan import SESSION, TRANSFORMERS_ENV, Side, Step, Transformers
+from auditor.sweeping.options import side_flags
+from auditor.upgrade.plan import SESSION, TRANSFORMERS_ENV, Side, Step, Transformers, side_run_flags
 
 EXTRAS_ENV = "AUDITOR_EXTRAS"  # the project's extras in the venv, "[ray]" for --executor ray
 
@@ -26,7 +27,7 @@ RELEASES_ENVDIR = Path(".nox") / "releases"
 def only_type(model_type: str) -> list[str]:
     """Sweep options selecting one model type, that sweep to an empty run where the release lacks
     it (`--models TYPE` would refuse the run instead): everything, minus every other type."""
-    return ["--models", ".*", "--exclude", f"(?!{re.escape(model_type)}$).*"]
+    return side_flags(models=[".*"], exclude=[f"(?!{re.escape(model_type)}$).*"])
 
 
 def release_steps(spec: Transformers, *, outdir: Path, envdir: Path, noxfile: Path, nox: Sequence[str],
@@ -40,6 +41,6 @@ def release_steps(spec: Transformers, *, outdir: Path, envdir: Path, noxfile: Pa
     nox_cmd = (*nox, "--noxfile", str(noxfile), "--envdir", str(envdir), "--session", RELEASE_SESSION)
     env = {TRANSFORMERS_ENV: spec.requirement, **({EXTRAS_ENV: extras} if extras else {})}
     install = Step(side, "install", (*nox_cmd, "--install-only"), env)
-    run = Step(side, "sweep", (*nox_cmd, "--no-install", "--", "--output", str(outdir), "--label", label,
-                               "--resume" if resume else "--overwrite", *sweep), env)
+    run = Step(side, "sweep", (*nox_cmd, "--no-install", "--", *side_run_flags(outdir, label, resume=resume),
+                               *sweep), env)
     return install, run

@@ -77,9 +77,8 @@ def plan_versions(spec: str | None, *, models: Sequence[str] = (), exclude: Sequ
         raise InputError(str(exc)) from None
     cwd = cwd or Path.cwd()
     outdir = cwd / (output or Path("reports") / f"versions-{chosen[0]}-to-{chosen[-1]}")
-    sweep = sweep_flags(models=models, exclude=exclude, checks=checks, policies=policies, jobs=jobs, timeout=timeout)
-    sweep += [f for name, value in (("--executor", executor), ("--ray-address", ray_address), ("--shard", shard))
-              if value for f in (name, value)]
+    sweep = sweep_flags(models=models, exclude=exclude, checks=checks, policies=policies, jobs=jobs, timeout=timeout,
+                        executor=executor or None, ray_address=ray_address or None, shard=shard or None)
     pairs = [release_steps(parse_transformers(r, cwd), outdir=outdir / r / slice_dir if slice_dir else outdir / r,
                            envdir=runner.NOXFILE.parent / RELEASES_ENVDIR / r, noxfile=runner.NOXFILE, nox=runner.NOX,
                            sweep=sweep, label=f"transformers {r}", resume=resume,

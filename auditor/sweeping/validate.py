@@ -1,0 +1,267 @@
+"""Everything that can be wrong with a sweep request, found before any work starts.
+
+`validate(request)` is the first step of a sweep: it resolves the checks once, fills in the
+defaults that depend on them (device, backend), and returns the SweepPlan every later step reads;
+an InputError otherwise, with the message the CLI prints.
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import re
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+
+from auditor.core.errors import InputError
+from auditor.core.hints import install_command, install_hint
+from auditor.core.results import RESULTS_FILE
+from auditor.sweeping.options import BY_NAME, OPTIONS, SweepRequest, listed
+from auditor.sweeping.plan import SweepPlan
+
+WORKER_LOG = "workers.log"  # the workers' stdout and stderr, in the output directory
+
+
+def validate(request: SweepRequest) -> SweepPlan:
+    """The plan of a request: its checks resolved, its options and the pool's settings made, its
+    run directory writable; InputError otherwise."""
+    from auditor.checks import Options
+    from auditor.executors.pool import PoolSettings
+
+    _check_transformers()
+    checks = _resolved_checks(listed(request.checks))
+    names = tuple(check.name for check in checks)
+    runners = [check.name for check in checks if check.runs_models]
+    _check_executor(request, runners)
+    _check_limits(request)
+    outdir = request.output or request.reports / (request.run_id or _default_run_id())
+    _check_outputs(request, outdir)
+    _refuse_paths(request.models)
+    remote_cases(request.remote_code)
+    device, backend = _device(request.device, request.backend, runners, "compile" in names)
+    request = replace(request, checks=names, policies=_validated_policies(request.policies), device=device,
+                      backend=backend, compile_policy=_compile_policy(request.compile_policy))
+    options = Options(policies=request.policies, checks=names, plugins=request.plugins,
+                      shared_policy_build=not request.build_per_policy, device=device, backend=backend,
+                      compile_encoders=request.compile_encoders, compile_policy=request.compile_policy)
+    settings = PoolSettings(
+        jobs=request.jobs,
+        timeout=request.timeout,
+        max_memory=_memory_limit(request.max_memory, request.jobs),
+        plugins=request.plugins,
+        max_tasks_per_worker=max(0, request.max_tasks_per_worker),
+        log_file=str(outdir / WORKER_LOG),
+    )
+    return SweepPlan(request=request, checks=checks, options=options, settings=settings, outdir=outdir)
+
+
+def _resolved_checks(names: Sequence[str]) -> tuple:
+    """The check objects of `names`, each looked up once; unknown ones and missing requirements
+    are InputErrors."""
+    import importlib.util
+
+    from auditor.checks import available, get
+
+    known = available()
+    unknown = [c for c in names if c not in known]
+    if unknown or not names:
+        raise InputError(f"unknown check(s) {', '.join(unknown) or '(none given)'}; available: {', '.join(known)}")
+    checks = tuple(get(name) for name in names)
+    for check in checks:
+        missing = [module for module in check.requires if importlib.util.find_spec(module) is None]
+        if missing:
+            raise InputError(f"check {check.name!r} needs {', '.join(missing)} installed ({install_hint(missing[0])})")
+    return checks
+
+
+def _check_limits(request: SweepRequest) -> None:
+    if request.jobs < 1:
+        raise InputError("--jobs must be at least 1")
+    if request.timeout <= 0:
+        raise InputError("--timeout must be a positive number of seconds")
+    if request.resume and request.overwrite:
+        raise InputError("--resume and --overwrite contradict each other")
+
+
+def _check_outputs(request: SweepRequest, outdir: Path) -> None:
+    _check_writable(outdir)
+    if (outdir / RESULTS_FILE).exists() and not (request.resume or request.overwrite):
+        raise InputError(f"{outdir / RESULTS_FILE} exists; pass --resume to continue it or --overwrite to replace it")
+    for option in (BY_NAME["junit"], BY_NAME["markdown"]):
+        path = getattr(request, option.name)
+        if path is not None:
+            _check_writable(path.parent, f"{option.flag} {path}")
+
+
+def _check_transformers() -> None:
+    """The installed transformers must be in the range the project declares (pyproject.toml's
+    dependency, read from the installed metadata: one place for it), the range that is tested;
+    an older one is refused rather than swept into cells that blame the models."""
+    import importlib.metadata
+
+    from packaging.requirements import Requirement
+
+    try:
+        declared = next(Requirement(r) for r in importlib.metadata.requires("model-sweep-auditor") or ()
+                        if Requirement(r).name == "transformers")
+        installed = importlib.metadata.version("transformers")
+    except (importlib.metadata.PackageNotFoundError, StopIteration):
+        return  # run from a source tree that is not installed: nothing declared to hold it to
+    if not declared.specifier.contains(installed, prereleases=True):
+        raise InputError(f"transformers {installed} is outside the range this auditor supports and tests "
+                         f"({declared.specifier}); install a supported transformers "
+                         f"({install_command(str(declared))}), or an older model-sweep-auditor")
+
+
+def validated_device(device: str | None, backend: str | None, checks: Sequence[str]) -> tuple[str, str]:
+    """The device and compile backend of a sweep, checked against the checks and this machine."""
+    from auditor.checks import model_runners
+
+    return _device(device, backend, model_runners(checks), "compile" in checks)
+
+
+def _device(device: str | None, backend: str | None, runners: Sequence[str], compiles: bool) -> tuple[str, str]:
+    if device not in (None, "meta", "cpu", "cuda"):
+        raise InputError(f"--device {device!r}: one of meta, cpu, cuda")
+    device = device or ("cpu" if runners else "meta")
+    if device == "meta" and runners:
+        raise InputError(f"check(s) {', '.join(runners)} run real models: pass --device cpu or --device cuda")
+    if device == "cuda":
+        from auditor.core.runinfo import cuda_problem
+
+        problem = cuda_problem()
+        if problem:
+            raise InputError(f"--device cuda: {problem}; use --device cpu (with --backend aot_eager) instead")
+    backend = backend or ("inductor" if device == "cuda" else "aot_eager")
+    if compiles:
+        import torch._dynamo
+
+        known = set(torch._dynamo.list_backends(exclude_tags=())) | {"eager", "aot_eager", "inductor"}
+        if backend not in known:
+            raise InputError(f"unknown --backend {backend!r}; this torch has: {', '.join(sorted(known))}")
+    return device, backend
+
+
+def _compile_policy(name: str) -> str:
+    from auditor.decorators.policies import CHECK_POLICIES
+
+    if name not in CHECK_POLICIES:
+        raise InputError(f"--compile-policy {name!r}: the compile check uses the project's decorator; "
+                         f"valid: {', '.join(CHECK_POLICIES)}")
+    return name
+
+
+def _check_executor(request: SweepRequest, runners: Sequence[str]) -> None:
+    """The options of one executor are refused under the other (declared by `Option.executor`)."""
+    import importlib.util
+
+    if request.executor not in ("local", "ray"):
+        raise InputError(f"--executor {request.executor!r}: local or ray")
+    other = [option for option in OPTIONS if option.executor not in ("", request.executor)]
+    if request.executor != "ray":
+        if any(_given(option, getattr(request, option.name)) for option in other):
+            raise InputError(f"{' and '.join(option.flag for option in other)} need --executor ray")
+        return
+    from auditor.checks import available, model_runners
+    if importlib.util.find_spec("ray") is None:
+        raise InputError(f"--executor ray needs Ray installed: {install_hint('ray')}")
+    for option in other:
+        if _given(option, getattr(request, option.name)):
+            raise InputError(f"{option.flag} applies to the local pool only: Ray workers are Ray's to limit and "
+                             "replace (a worker its memory monitor kills is `oom`); leave it out with --executor ray")
+    if request.gpus_per_task < 0:
+        raise InputError("--gpus-per-task cannot be negative")
+    if request.gpus_per_task and not runners:
+        raise InputError(f"--gpus-per-task applies to the checks that run models "
+                         f"({', '.join(model_runners(available()))}), "
+                         "and --checks has none of them; the other checks ask for CPUs only")
+
+
+def _given(option, value) -> bool:
+    """Whether an option was set away from its default ("AUTO " is --max-memory's default too)."""
+    if isinstance(value, str) and isinstance(option.default, str):
+        return value.strip().lower() != option.default
+    return bool(value) and value != option.default
+
+
+def _refuse_paths(models: Sequence[str]) -> None:
+    """trust_remote_code is only for directories named with --remote-code: a path or Hub id in
+    --models is refused rather than loaded."""
+    for entry in models:
+        if "/" in entry or os.sep in entry or Path(entry).is_dir():
+            raise InputError(f"--models takes model types, not paths or Hub ids: {entry!r}. To audit a local "
+                             "remote-code model, name its directory with --remote-code; Hub ids are never loaded")
+
+
+def remote_cases(directories: Sequence[str]):
+    """The cases of --remote-code directories; InputError for one that is not remote code."""
+    from auditor.remote.user import RemoteCodeError
+    from auditor.remote.user import remote_cases as cases_of
+
+    try:
+        return cases_of(list(directories))
+    except RemoteCodeError as exc:
+        raise InputError(str(exc)) from None
+
+
+def _validated_policies(names: Sequence[str]) -> tuple[str, ...]:
+    from auditor import engines  # registers the engines' policies (vllm)
+    from auditor.decorators import get_policy
+
+    policies = tuple(dict.fromkeys(listed(names)))
+    if not policies:
+        raise InputError("--policies is empty")
+    for name in policies:
+        engine = engines.by_policy(name)
+        if engine is not None and not engine.installed:
+            raise InputError(f"policy {name!r} needs {engine.title} installed: {engine.install_hint}")
+        try:
+            get_policy(name)
+        except (ValueError, ImportError) as exc:
+            raise InputError(f"policy {name!r}: {exc}") from None
+    return policies
+
+
+def _check_writable(directory: Path, what: str = "") -> None:
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        probe = directory / ".write-test"
+        probe.write_text("")
+        probe.unlink()
+    except OSError as exc:
+        raise InputError(f"cannot write to {what or 'output directory'} ({directory}): "
+                         f"{exc.strerror or exc}") from None
+
+
+_UNITS = {"": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40}
+
+
+def _memory_limit(text: str, jobs: int) -> int | None:
+    value = str(text).strip().lower()
+    if value in ("none", "0", "off"):
+        return None
+    if value == "auto":
+        import psutil
+
+        return int(psutil.virtual_memory().total * 0.8 / jobs)
+    match = re.fullmatch(r"(\d+(?:\.\d+)?)\s*([kmgt]?)(?:i?b)?", value)
+    if not match:
+        raise InputError(f"--max-memory {text!r} is not a size such as 4G, 512M or 'none'")
+    return int(float(match.group(1)) * _UNITS[match.group(2)])
+
+
+def shard_text(text: str | None) -> str:
+    """A --shard as the header records it ("I/N"); InputError for a bad one."""
+    if not text:
+        return ""
+    from auditor.models.cases import parse_shard
+
+    try:
+        return "{}/{}".format(*parse_shard(text))
+    except Exception as exc:  # SelectionError and the like: the shard is bad input
+        raise InputError(str(exc)) from None
+
+
+def _default_run_id() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%d-%H%M%S")
