@@ -7,6 +7,7 @@ top of a module: a cycle hidden in a function still ties two layers together.
 from __future__ import annotations
 
 import ast
+import re
 from collections import defaultdict
 from pathlib import Path
 
@@ -143,3 +144,10 @@ def test_no_import_cycle_between_modules_at_import_time():
 
 def test_the_checker_finds_a_cycle():
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_the_readme_layout_names_every_layer_in_the_order_of_layers():
+    readme = (PACKAGE.parent / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Layout", 1)[1].split("```", 2)[1]
+    named = [match.group(1) for match in re.finditer(r"^  ([a-z_]+)/ ", section, flags=re.M)]
+    assert named == [*LAYERS, *BESIDE], "README's Layout lists the layers out of order or misses one"
