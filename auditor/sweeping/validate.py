@@ -225,13 +225,18 @@ def _validated_policies(names: Sequence[str]) -> tuple[str, ...]:
 
 def _check_writable(directory: Path, what: str = "") -> None:
     try:
-        directory.mkdir(parents=True, exist_ok=True)
-        probe = directory / ".write-test"
-        probe.write_text("")
-        probe.unlink()
+        make_writable(directory)
     except OSError as exc:
         raise InputError(f"cannot write to {what or 'output directory'} ({directory}): "
                          f"{exc.strerror or exc}") from None
+
+
+def make_writable(directory: Path) -> None:
+    """`directory` made, and a file written in it and removed: an OSError where it cannot be."""
+    directory.mkdir(parents=True, exist_ok=True)
+    probe = directory / ".write-test"
+    probe.write_text("")
+    probe.unlink()
 
 
 _UNITS = {"": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40}

@@ -143,11 +143,10 @@ def check_names(checks: str, source: str = "") -> None:
 
 def prepare_outdir(outdir: Path, *, resume: bool, overwrite: bool) -> None:
     """`outdir` made and writable, and without results unless told to resume or overwrite them."""
+    from auditor.sweeping.validate import make_writable
+
     try:
-        outdir.mkdir(parents=True, exist_ok=True)
-        probe = outdir / ".write-test"
-        probe.write_text("")
-        probe.unlink()
+        make_writable(outdir)
     except OSError as exc:
         raise InputError(f"cannot write to {outdir}: {exc.strerror or exc}") from None
     if (outdir / RESULTS_FILE).exists() and not (resume or overwrite):
