@@ -32,6 +32,7 @@ from pathlib import Path
 from auditor.cli import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK
 from auditor.cli.releases import PrintedEvents
 from auditor.core.errors import InputError
+from auditor.sweeping.options import add_side_arguments
 from auditor.upgrade.bisect import GIT_ABORT, Cell, State, changed_columns
 from auditor.upgrade.bisecting import WHAT, Probe, bisect_commits, bisect_probe, bisect_releases, bisect_step
 
@@ -65,10 +66,9 @@ def _cell_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("model_type", metavar="MODEL", help="the model type, e.g. llama")
     p.add_argument("column", metavar="COLUMN", nargs="?", default="",
                    help="the matrix column, e.g. decorate/decoder/legacy (default: any cell of the type)")
-    p.add_argument("--checks", help="the checks to sweep without COLUMN (default: the sweep's)")
-    p.add_argument("--policies", help="the policies to sweep without COLUMN (default: the sweep's)")
-    p.add_argument("--jobs", "-j", type=int, default=1, help="worker processes per sweep (default 1: one type)")
-    p.add_argument("--timeout", type=float, help="seconds per sweep of the type")
+    add_side_arguments(p.add_argument_group("the sweep of each step (defaults: the sweep's; --checks and "
+                                            "--policies only without COLUMN)"),
+                       ("checks", "policies", "jobs", "timeout"), jobs=1)
 
 
 def _probe(args: argparse.Namespace, outdir: Path) -> Probe:

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from auditor.cli import EXIT_INTERRUPTED, EXIT_OK
 from auditor.cli.releases import PrintedEvents
+from auditor.sweeping.options import add_side_arguments
 from auditor.upgrade.check import WHAT, plan_check, run_check
 
 
@@ -29,14 +30,7 @@ def add_parser(subparsers) -> None:
     p.add_argument("--to", dest="new", required=True, metavar="VERSION_OR_PATH",
                    help="the transformers to upgrade to")
     sweep = p.add_argument_group("sweep options, the same for both sides (defaults: the sweep's)")
-    sweep.add_argument("--models", action="append", default=[], metavar="A,B,...",
-                       help="model types or regular expressions to audit")
-    sweep.add_argument("--exclude", action="append", default=[], metavar="A,B,...",
-                       help="model types or regular expressions to leave out")
-    sweep.add_argument("--checks", help="comma-separated checks")
-    sweep.add_argument("--policies", help="comma-separated decorator policies")
-    sweep.add_argument("--jobs", "-j", type=int, help="worker processes per side")
-    sweep.add_argument("--timeout", type=float, help="seconds per model type")
+    add_side_arguments(sweep, ("models", "exclude", "checks", "policies", "jobs", "timeout"))
     out = p.add_argument_group("output")
     out.add_argument("--output", "-o", type=Path, metavar="OUTDIR",
                      help="where base/, new/ and the diff go (default: reports/upgrade-FROM-to-TO)")

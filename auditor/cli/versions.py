@@ -24,6 +24,7 @@ from pathlib import Path
 
 from auditor.cli import EXIT_INTERRUPTED, EXIT_OK, UsageError
 from auditor.cli.releases import PrintedEvents
+from auditor.sweeping.options import add_side_arguments
 from auditor.upgrade import versions as versions_run
 from auditor.upgrade.versions import WHAT, VersionsReport
 
@@ -33,15 +34,8 @@ def add_parser(subparsers) -> None:
                               description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("releases", nargs="?", metavar="RELEASES", help="5.20.0,5.22.0 or a specifier such as '>=5.20,<5.25'")
     sweep = p.add_argument_group("sweep options, the same for every release (defaults: the sweep's)")
-    sweep.add_argument("--models", action="append", default=[], metavar="A,B,...", help="model types or regular expressions")
-    sweep.add_argument("--exclude", action="append", default=[], metavar="A,B,...", help="model types to leave out")
-    sweep.add_argument("--checks", help="comma-separated checks")
-    sweep.add_argument("--policies", help="comma-separated decorator policies")
-    sweep.add_argument("--jobs", "-j", type=int, help="worker processes per sweep")
-    sweep.add_argument("--timeout", type=float, help="seconds per model type")
-    sweep.add_argument("--executor", choices=("local", "ray"), help="as `auditor sweep --executor`")
-    sweep.add_argument("--ray-address", metavar="HOST:PORT", help="as `auditor sweep --ray-address`")
-    sweep.add_argument("--shard", metavar="I/N", help="sweep only the I-th of N slices of the selection")
+    add_side_arguments(sweep, ("models", "exclude", "checks", "policies", "jobs", "timeout", "executor",
+                               "ray_address", "shard"))
     out = p.add_argument_group("output")
     out.add_argument("--output", "-o", type=Path, metavar="OUTDIR", help="default: reports/versions-FIRST-to-LAST")
     out.add_argument("--resume", action="store_true", help="continue the sweeps already in OUTDIR")

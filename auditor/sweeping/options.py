@@ -243,6 +243,22 @@ def add_arguments(parser) -> None:
         groups[option.group].add_argument(*option.flags, dest=option.name, help=option.help, **_argparse(option))
 
 
+def add_side_arguments(group, names: tuple[str, ...], **defaults: Any) -> None:
+    """The sweep options that upgrade-check, bisect and versions pass on to their sides' sweeps,
+    declared by the sweep's own records: same flags, kinds, choices and help. Left out, one takes
+    `defaults[name]`, or None (the sweep's own default, then) or [] for a list of names."""
+    for name in names:
+        option = BY_NAME[name]
+        if not option.sides:
+            raise ValueError(f"{option.flag} is not passed on to the sides")
+        keywords, text = _argparse(option), option.help
+        if option.kind is not Kind.NAMES:
+            keywords["default"] = defaults.get(name)
+        if name in defaults:  # the command's own default replaces the sweep's in the help
+            text = f"{text.split(' (default')[0]} (default: {defaults[name]})"
+        group.add_argument(*option.flags, dest=name, help=text, **keywords)
+
+
 def _argparse(option: Option) -> dict:
     """add_argument's keywords for an option, besides its flags, dest and help."""
     if option.kind is Kind.SWITCH:
