@@ -59,25 +59,31 @@ def vocab_embeddings(model, config) -> set[int]:
     key = (id(model), sizes)
     if _EMBEDDINGS is not None and key in _EMBEDDINGS:
         return _EMBEDDINGS[key]
-    embeddings = {id(m) for m in _modules(model.get_input_embeddings()) if isinstance(m, nn.Embedding)}
+    embeddings = {id(m) for m in model.get_input_embeddings().modules() if isinstance(m, nn.Embedding)}
     embeddings |= {id(m) for m in _modules(model) if isinstance(m, nn.Embedding) and m.num_embeddings in sizes}
     if _EMBEDDINGS is not None:  # only answers: a model that raises here raises again each time
         _EMBEDDINGS[key] = embeddings
     return embeddings
 
 
-def _modules(module) -> Iterator:
-    """The modules `module.modules()` yields (each once), in another order: without its chain of
-    nested generators, whose cost grows with the depth of every module."""
-    seen = {id(module)}
-    stack = [module]
+def _modules(model) -> Iterator:
+    """The modules `model.modules()` yields (each once), in another order: without its chain of
+    nested generators, whose cost grows with the depth of every module. Where a class in the
+    model walks its own way (overrides `modules` or `named_modules`), its own walk."""
+    import torch.nn as nn
+
+    seen = {id(model)}
+    found, stack = [], [model]
     while stack:
         module = stack.pop()
-        yield module
+        if type(module).modules is not nn.Module.modules or type(module).named_modules is not nn.Module.named_modules:
+            return model.modules()
+        found.append(module)
         for child in module._modules.values():
             if child is not None and id(child) not in seen:
                 seen.add(id(child))
                 stack.append(child)
+    return found
 
 
 def walk(model, embeddings: set[int]):
