@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
-from typing import Any
+from typing import Any, NamedTuple
 
 
 def make_config(model_type: str):
@@ -66,24 +66,63 @@ def model_facts(model) -> dict[str, Any]:
     each at its dtype's size), added up with the same accelerate helpers but without the
     per-submodule totals that function also makes: those cost a tenth of a meta build.
     """
-    from accelerate.utils import dtype_byte_size, named_module_tensors
+    from accelerate.utils import dtype_byte_size
 
     byte_size = functools.cache(dtype_byte_size)  # it parses str(dtype) with a regex each call
-    escaped = [
-        name
-        for name, tensor in _named_tensors(model)
-        if tensor is not None and tensor.device.type != "meta"
-    ]
-    size = sum(tensor.numel() * byte_size(tensor.dtype) for _, tensor in named_module_tensors(model, recurse=True))
+    tensors = _tensors(model)
+    escaped = [name for name, tensor in (*tensors.parameters, *tensors.buffers) if tensor.device.type != "meta"]
+    size = sum(tensor.numel() * byte_size(tensor.dtype) for tensor in tensors.sized)
     return {
         "model_class": type(model).__name__,
-        "parameters": sum(p.numel() for p in model.parameters()),
+        "parameters": sum(p.numel() for p in tensors.counted),
         "parameter_bytes": int(size),
         "escaped": len(escaped),
         "escaped_names": escaped[:5],
     }
 
 
-def _named_tensors(model):
-    yield from model.named_parameters(remove_duplicate=False)
-    yield from model.named_buffers(remove_duplicate=False)
+class _Tensors(NamedTuple):
+    parameters: list  # model.named_parameters(remove_duplicate=False): every name a parameter has
+    buffers: list  # model.named_buffers(remove_duplicate=False)
+    sized: list  # accelerate's named_module_tensors(model, recurse=True): each tensor once
+    counted: list  # model.parameters()
+
+
+# The nn.Module methods whose walks `_tensors` does itself; where a class in the model overrides
+# one, torch's (and accelerate's) own calls give the tensors instead.
+_TORCH_WALKS = ("named_modules", "_named_members", "named_parameters", "named_buffers", "parameters")
+
+
+def _tensors(model) -> _Tensors:
+    """The model's tensors as torch's walks list them, walked once, without torch's nested
+    generator per module (whose cost grows with the depth of every module: it was half of
+    model_facts' time). remove_duplicate=True keeps each tensor where it first appears in the
+    preorder, parameters and buffers apart: the first-seen order of a dict by id."""
+    import torch.nn as nn
+
+    paths: list[tuple[str, Any]] = []  # named_modules(remove_duplicate=False): preorder, every path
+    stack = [("", model)]
+    while stack:
+        prefix, module = stack.pop()
+        if any(getattr(type(module), name) is not getattr(nn.Module, name) for name in _TORCH_WALKS):
+            return _torch_tensors(model)
+        paths.append((prefix, module))
+        dot = "." if prefix else ""
+        stack.extend((prefix + dot + name, child) for name, child in reversed(module._modules.items())
+                     if child is not None)
+
+    def named(members: str) -> list:
+        return [(prefix + ("." if prefix else "") + key, tensor) for prefix, module in paths
+                for key, tensor in getattr(module, members).items() if tensor is not None]
+
+    parameters, buffers = named("_parameters"), named("_buffers")
+    unique_parameters = list({id(t): t for _, t in parameters}.values())
+    unique_buffers = list({id(t): t for _, t in buffers}.values())
+    return _Tensors(parameters, buffers, unique_parameters + unique_buffers, unique_parameters)
+
+
+def _torch_tensors(model) -> _Tensors:
+    from accelerate.utils import named_module_tensors
+
+    return _Tensors(list(model.named_parameters(remove_duplicate=False)), list(model.named_buffers(remove_duplicate=False)),
+                    [t for _, t in named_module_tensors(model, recurse=True)], list(model.parameters()))

@@ -47,12 +47,14 @@ def dispatches(forward) -> bool:
     except (AttributeError, OSError, SyntaxError, TypeError):
         return False
     names: set[str] = set()
+    called: list[str] = []  # the names called, one entry a call; one pass over the tree for both
     for node in ast.walk(tree):
         if isinstance(node, (ast.Assign, ast.AnnAssign)) and _is_interface_lookup(node.value):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             names.update(t.id for t in targets if isinstance(t, ast.Name))
-    calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in names]
-    return len(calls) == 1
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            called.append(node.func.id)
+    return sum(name in names for name in called) == 1
 
 
 def attention_gate(model, vllm_config) -> Verdict:

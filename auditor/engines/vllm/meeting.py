@@ -15,6 +15,7 @@ from auditor.core.status import Failure, Status, classify
 from auditor.engines.interface import Outcome, Verdict, safely
 from auditor.engines.vllm import build as vllm_build
 from auditor.engines.vllm import gates as emulation
+from auditor.engines.vllm import plans
 
 
 def meet(functions: Mapping[str, Callable[..., Verdict]], case, context, config) -> Iterator[tuple[str, Outcome]]:
@@ -33,6 +34,7 @@ def meet(functions: Mapping[str, Callable[..., Verdict]], case, context, config)
     plain = context.plain_failure()
     own_build = vllm_build.needs_own_build(plain is not None, context.engine_notes("vllm"))
     with contextlib.ExitStack() as stack:
+        stack.enter_context(plans.computed_once())  # the gates below share one built model's walks
         try:
             if own_build:
                 vllm_config, model = vllm_build.build_like_vllm(config, trust_remote_code=bool(case.remote_code))

@@ -5,9 +5,27 @@ that walk over the modules (which the attention gate reuses). References as in g
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+from collections.abc import Callable, Iterator
 
 from auditor.engines.interface import Verdict
+
+# vocab_embeddings' answers while in `computed_once()`, by (model id, vocab sizes); None outside.
+_EMBEDDINGS: dict[tuple[int, frozenset[int]], set[int]] | None = None
+
+
+@contextlib.contextmanager
+def computed_once() -> Iterator[None]:
+    """While in the block, `vocab_embeddings` walks each model once for each set of vocab sizes:
+    the tp-plan and attention gates (and the own-code variants) ask it of the same built model,
+    which no gate changes. Scoped to the block (meeting.py holds the model alive through it), so
+    a model's id can never be reused for another model in the cache."""
+    global _EMBEDDINGS
+    saved, _EMBEDDINGS = _EMBEDDINGS, {}
+    try:
+        yield
+    finally:
+        _EMBEDDINGS = saved
 
 
 def pp_plan_gate(model) -> Verdict:
@@ -37,10 +55,35 @@ def vocab_embeddings(model, config) -> set[int]:
     whose `get_input_embeddings` is not implemented stops recursive_replace there."""
     import torch.nn as nn
 
-    sizes = _vocab_sizes(config)
+    sizes = frozenset(_vocab_sizes(config))
+    key = (id(model), sizes)
+    if _EMBEDDINGS is not None and key in _EMBEDDINGS:
+        return _EMBEDDINGS[key]
     embeddings = {id(m) for m in model.get_input_embeddings().modules() if isinstance(m, nn.Embedding)}
-    embeddings |= {id(m) for m in model.modules() if isinstance(m, nn.Embedding) and m.num_embeddings in sizes}
+    embeddings |= {id(m) for m in _modules(model) if isinstance(m, nn.Embedding) and m.num_embeddings in sizes}
+    if _EMBEDDINGS is not None:  # only answers: a model that raises here raises again each time
+        _EMBEDDINGS[key] = embeddings
     return embeddings
+
+
+def _modules(model) -> Iterator:
+    """The modules `model.modules()` yields (each once), in another order: without its chain of
+    nested generators, whose cost grows with the depth of every module. Where a class in the
+    model walks its own way (overrides `modules` or `named_modules`), its own walk."""
+    import torch.nn as nn
+
+    seen = {id(model)}
+    found, stack = [], [model]
+    while stack:
+        module = stack.pop()
+        if type(module).modules is not nn.Module.modules or type(module).named_modules is not nn.Module.named_modules:
+            return model.modules()
+        found.append(module)
+        for child in module._modules.values():
+            if child is not None and id(child) not in seen:
+                seen.add(id(child))
+                stack.append(child)
+    return found
 
 
 def walk(model, embeddings: set[int]):
@@ -48,15 +91,20 @@ def walk(model, embeddings: set[int]):
     it replaces linear, conv, vocab-embedding and layer-norm modules without looking inside."""
     import torch.nn as nn
 
-    def visit(module, prefix):
-        for name, child in module.named_children():
+    replaced_types = (nn.Linear, nn.Conv2d, nn.Conv3d, nn.LayerNorm)
+    # Depth first, parents before children, children in order: recursive_replace's order, kept
+    # with a stack of (prefix, remaining children) rather than a generator per level.
+    stack = [("model", iter(model.named_children()))]
+    while stack:
+        prefix, children = stack[-1]
+        for name, child in children:
             qual = f"{prefix}.{name}"
-            replaced = isinstance(child, (nn.Linear, nn.Conv2d, nn.Conv3d, nn.LayerNorm)) or id(child) in embeddings
             yield qual, child
-            if not replaced:
-                yield from visit(child, qual)
-
-    yield from visit(model, "model")
+            if not (isinstance(child, replaced_types) or id(child) in embeddings):
+                stack.append((qual, iter(child.named_children())))
+                break
+        else:
+            stack.pop()
 
 
 def _vocab_sizes(config) -> set[int]:
