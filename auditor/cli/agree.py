@@ -21,15 +21,15 @@ def add_parser(subparsers) -> None:
 
 
 def run_agree(args: argparse.Namespace) -> int:
-    from auditor.report.agreement import compare_policies, render_markdown
+    from auditor.report.agreement import compare_policies, missing_policies, render_markdown
 
     names = [name.strip() for name in args.policies.split(",") if name.strip()]
     if len(names) != 2:
         raise UsageError("--policies takes exactly two policies, e.g. legacy,vllm")
     run = read_results(args.results)
-    present = {r.policy for r in run.results}
-    missing = [name for name in names if name not in present]
+    missing = missing_policies(run, *names)
     if missing:
+        present = {r.policy for r in run.results}
         raise UsageError(f"{run.path} has no rows for policy {', '.join(missing)} "
                          f"(it has: {', '.join(sorted(p for p in present if p)) or 'none'})")
     agreement = compare_policies(run, *names)

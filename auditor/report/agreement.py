@@ -42,6 +42,18 @@ class Agreement:
         return not self.disagreements
 
 
+def missing_policies(run: Run, first: str, second: str) -> list[str]:
+    """The policies of the two that have no rows in `run`. The emulation's policy-less rows of
+    a cell that `second` also has stand for `first` (as in compare_policies): a run of the
+    backend check alone has no `legacy` rows, and its gates are still compared."""
+    present = {r.policy for r in run.results}
+    seconds = {(r.model_type, r.check, r.component) for r in run.results if r.policy == second}
+    if first not in present and any(not r.policy and (r.model_type, r.check, r.component) in seconds
+                                    for r in run.results):
+        present.add(first)
+    return [name for name in (first, second) if name not in present]
+
+
 def compare_policies(run: Run, first: str, second: str) -> Agreement:
     """The cells of `first` and `second` (the matrix's cells: the first row of a cell wins),
     paired by model type, check and component."""

@@ -45,3 +45,22 @@ def test_a_missing_policy_is_bad_input(tmp_path, capsys):
     write_run(tmp_path / "results.jsonl", [{"model_type": "a", "policy": "legacy", "status": "build"}])
     assert main(["agree", str(tmp_path)]) == 2
     assert "no rows for policy vllm" in capsys.readouterr().err
+
+
+def test_the_emulations_policy_less_gates_stand_for_the_first_policy(tmp_path, capsys):
+    # A run of the backend check alone (no decorate check, so no `legacy` rows): its gates
+    # without a policy are the emulation, compared with vLLM's own rows.
+    write_run(tmp_path / "results.jsonl", [
+        {"model_type": "a", "policy": "", "check": "backend", "component": "registry", "status": "build"},
+        {"model_type": "a", "policy": "vllm", "check": "backend", "component": "registry", "status": "build"},
+        {"model_type": "b", "policy": "", "check": "backend", "component": "registry", "status": "unsupported"},
+        {"model_type": "b", "policy": "vllm", "check": "backend", "component": "registry", "status": "build"},
+    ])
+    assert main(["agree", str(tmp_path)]) == 1
+    assert "2 cells compared, 1 disagree" in capsys.readouterr().out
+
+
+def test_a_run_without_either_policy_is_refused(tmp_path, capsys):
+    write_run(tmp_path / "results.jsonl", [{"model_type": "a", "policy": "", "check": "build", "status": "build"}])
+    assert main(["agree", str(tmp_path)]) == 2
+    assert "has no rows for policy legacy, vllm" in capsys.readouterr().err
