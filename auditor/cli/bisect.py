@@ -1,7 +1,7 @@
 """`auditor bisect MODEL [COLUMN] --good A --bad B`: the first transformers release where a cell changes.
 
 The releases from A to B (the package index's, patch releases included) are installed one at a
-time into one reused venv (.nox/bisect/, upgrade-check's nox session), each sweeping only MODEL
+time into one reused venv (upgrade-check's new side, .nox/upgrade_check-new/), each sweeping only MODEL
 with only the check and policy COLUMN needs (every default check and policy without COLUMN: any
 cell of the type). Both ends are swept first; then the middle release between the newest one
 like A and the oldest one unlike it, until they are neighbours. A release that will not install

@@ -3,8 +3,9 @@
 `bisect_probe` checks the cell and its sweep before anything is installed (InputError); then
 `bisect_releases` walks the package index's releases from good to bad, or `bisect_commits` the
 commits of a local checkout through `git bisect run`, whose steps are `bisect_step`. Each release
-or commit tried is installed into one reused venv (.nox/bisect/) and swept into a run directory
-of its own under the probe's `outdir`. The search itself (which release next, what a state is)
+or commit tried is installed into one reused venv (upgrade-check's new side,
+.nox/upgrade_check-new/, under its lock) and swept into a run directory of its own under the
+probe's `outdir`. The search itself (which release next, what a state is)
 is bisect.py's; nothing here prints.
 """
 
@@ -128,7 +129,7 @@ def bisect_releases(probe: Probe, good: str, bad: str, events: UpgradeEvents | N
         raise InputError(str(exc)) from None
     states: dict[str, State | None] = {}
     try:
-        with runner.venv_lock(WHAT, events):
+        with runner.venv_lock(runner.SIDES_LOCK, events):
             for end in (span[0], span[-1]):
                 states[end] = probe.measure(end, end, events)
                 if states[end] is None:
@@ -206,7 +207,7 @@ def bisect_commits(probe: Probe, repo: Path, good: str, bad: str,
 
 def _measure_ends(probe: Probe, repo: Path, ends: dict[str, str], events: UpgradeEvents) -> dict[str, State]:
     states = {}
-    with runner.venv_lock(WHAT, events):
+    with runner.venv_lock(runner.SIDES_LOCK, events):
         for name, commit in ends.items():
             git(repo, "checkout", "--quiet", "--detach", commit)
             states[name] = probe.measure(str(repo), name, events)
@@ -237,6 +238,6 @@ def bisect_step(probe: Probe, repo: Path, *, good_results: Path | None = None, g
         raise InputError("--good-status needs COLUMN (for any cell of a type, give --good-results)")
     else:
         good = State(() if good_status == "absent" else (Entry(probe.cell.column, good_status or ""),))
-    with runner.venv_lock(WHAT, events):
+    with runner.venv_lock(runner.SIDES_LOCK, events):
         state = probe.measure(str(repo), head[:12], events)
     return StepOutcome(head, state, step_verdict(good, state))

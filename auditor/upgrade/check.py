@@ -26,7 +26,6 @@ from auditor.upgrade.plan import (
 from auditor.upgrade.runner import UpgradeEvents
 
 WHAT = "upgrade-check"
-LOCK = "upgrade_check"
 
 
 @dataclass(frozen=True)
@@ -93,7 +92,7 @@ def run_check(plan: UpgradePlan, events: UpgradeEvents | None = None, *, resume:
     for side in plan.sides:
         runner.prepare_outdir(side.outdir, resume=resume, overwrite=overwrite)
     try:
-        with runner.venv_lock(LOCK, events):
+        with runner.venv_lock(runner.SIDES_LOCK, events):
             for step in plan.steps:
                 code = runner.run_step(step, events)
                 if code:

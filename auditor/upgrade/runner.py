@@ -24,6 +24,8 @@ from auditor.upgrade.plan import Side, Step, installed_mismatch
 
 # The project's noxfile, whose upgrade_check sessions every step runs (a test seam: read at call time).
 NOXFILE = Path(__file__).resolve().parents[2] / "noxfile.py"
+# The lock of upgrade-check's two venvs (.nox/upgrade_check-*), which bisect reuses as well.
+SIDES_LOCK = "upgrade_check"
 NOX = (sys.executable, "-m", "nox")
 
 

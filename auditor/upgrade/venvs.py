@@ -2,9 +2,11 @@
 
 They are upgrade-check's own: the session `upgrade_check(new)` installs torch, this checkout and
 $AUDITOR_TRANSFORMERS (a release, or a local source tree), then sweeps. Only the directory its
-venv lives in differs, nox's `--envdir`: `bisect` reuses one venv for every release it tries
-(.nox/bisect/), `versions` keeps one per release (.nox/releases/5.20.0/), so that a second run
-over the same releases installs nothing. As in upgrade-check, a release is installed in one
+venv lives in differs, nox's `--envdir`: `bisect` reuses upgrade-check's own new side
+(.nox/upgrade_check-new/) for every release it tries, so that the bisect that follows an
+upgrade-check (the usual order) only switches transformers, and the two hold one venv, not two;
+`versions` keeps one per release (.nox/releases/5.20.0/), so that a second run over the same
+releases installs nothing. As in upgrade-check, a release is installed in one
 step and swept in another, so a release pip cannot install is told apart from a failed sweep.
 """
 
@@ -20,7 +22,7 @@ from auditor.upgrade.plan import SESSION, TRANSFORMERS_ENV, Side, Step, Transfor
 EXTRAS_ENV = "AUDITOR_EXTRAS"  # the project's extras in the venv, "[ray]" for --executor ray
 
 RELEASE_SESSION = f"{SESSION}(new)"
-BISECT_ENVDIR = Path(".nox") / "bisect"
+BISECT_ENVDIR = Path(".nox")  # nox's own: upgrade-check's sides live there
 RELEASES_ENVDIR = Path(".nox") / "releases"
 
 

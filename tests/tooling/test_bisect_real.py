@@ -1,5 +1,5 @@
 """`auditor bisect` for real: transformers releases from the package index in the reused venv
-.nox/bisect/ (upgrade-check's nox session).
+.nox/upgrade_check-new/ (upgrade-check's new side, which test_upgrade_real then reuses).
 
 Slow: the first run on a machine builds the venv (about 1.3 GB and 2 minutes); later runs only
 switch its transformers. `granite_swa` arrived in 5.15.0, so between 5.14.1 and 5.15.1 its build
