@@ -51,7 +51,7 @@ class BackendCheck(Check):
             produced.add(gate)
             yield self._row(case, gate, policy, outcome, start)
             start = time.perf_counter()
-            if gate in engine.stopping and not _passed(outcome):
+            if engine.stops_at(gate, outcome):
                 stopped = gate
                 break
         gates.close()
@@ -73,7 +73,3 @@ class BackendCheck(Check):
                        message=failure.message, signature=failure.signature)
                 for engine in engines.all() for policy, _ in engine.variants(options.policies)
                 for gate in engine.gate_names]
-
-
-def _passed(outcome) -> bool:
-    return not isinstance(outcome, Failure) and outcome[0].ok

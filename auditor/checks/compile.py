@@ -1,17 +1,32 @@
 """The `compile` check: the tiny model really built on --device under the compile decorator, then
 compiled the way a serving engine compiles it.
 
+`--compile-semantics` says whose way (auditor.engines.interface.CompileSemantics): an engine's
+(`vllm`, the default: guards dropped, the graph compiled at the first length reused at every
+other, position ids passed, the engine's gates first), or `plain` (`torch.compile(fullgraph=True)`
+with the guards kept: transformers' own fullgraph question). Every row says which (extras
+`semantics`).
+
+Under an engine's semantics its gates (the backend check's emulation) come first: a model the
+engine stops is not compiled (`skipped`, "not reached: vLLM stops at backend/<gate>: <its
+message>", extras `stopped_at`), nor one whose compile a gate turns off (`skipped` with the
+engine's reason: vLLM's `enable_if=can_enable_torch_compile` for dynamic rope). With
+`--compile-ungated` the gates are not asked: what the engine's compile would do once they pass.
+
 The decoder class (and, with --compile-encoders, each encoder class) is decorated with the
 project's `support_torch_compile` in compile mode, under one policy (`fixed` by default), and the
-tiny model is built. It runs eagerly on two sequence lengths, then compiled: the first call marks
-the decorator's dynamic dims and compiles forward with `fullgraph=True` on --backend; the second
-length must not compile again. One row per component, status the compile outcome:
+tiny model is built. It runs eagerly at every length (7, 13, 29 for vLLM; 7, 13 plain), then
+compiled at the first and called at the others. One row per component, status the outcome:
 
-* `compiled`: one graph, both lengths, outputs equal to eager within the dtype's tolerance;
+* `compiled`: one graph, every length, outputs equal to eager within the dtype's tolerance;
 * `graph-break`: fullgraph failed; extras say why and where;
-* `recompiled`: the second length needed another graph (vLLM forbids it after the first run), or
-  the marked dims were specialized while compiling the first;
-* `mismatch`: compiled and eager outputs differ beyond tolerance (extras: `max_abs_diff`);
+* `specialized` (engine semantics): the graph compiled at the first length crashed, or gave
+  another output, at a later one (extras `failed_at`, `failure`: crashed, differed, or
+  specialized when the first compile already specialized a marked dim);
+* `recompiled` (plain semantics): the second length needed another graph, or the marked dims were
+  specialized while compiling the first;
+* `mismatch`: compiled and eager outputs differ beyond tolerance at the first length (extras:
+  `max_abs_diff`);
 * `eager-error`: the forward fails without compiling;
 * `compile-error`: tracing or the backend failed in another way (a dynamo or inductor error);
 * `oom`, `missing-dependency`: as anywhere; `timeout` and `crash` come from the pool;
@@ -19,9 +34,10 @@ length must not compile again. One row per component, status the compile outcome
   (`refused`, `decorate-error`, `check-error`), or `skipped` when the config cannot be shrunk,
   the tiny model does not build (see the `tiny` check) or the synthesizer cannot feed it.
 
-Extras: `tiny_parameters`, `eager_seconds`, `compile_seconds` (the first compiled call, compile
-included), `first_run_seconds` (the first call at the second length), `graphs`, `max_abs_diff`,
-`tolerance`, `break_reason`, `break_location`, `recompile_reason`, `backend`, `device`.
+Extras: `semantics`, `tiny_parameters`, `eager_seconds`, `compile_seconds` (the first compiled
+call, compile included), `first_run_seconds` (the first call at the second length),
+`run_<i>_seconds`, `graphs`, `max_abs_diff`, `tolerance`, `break_reason`, `break_location`,
+`recompile_reason`, `backend`, `device`.
 """
 
 from __future__ import annotations
@@ -30,10 +46,12 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
+from auditor import engines
 from auditor.checks import register
 from auditor.checks.interface import CaseContext, Check, Options
 from auditor.core.results import Result
-from auditor.core.status import Failure, Status, classify, signature_of
+from auditor.core.status import Failure, Status, classify
+from auditor.engines.interface import Engine
 from auditor.models.cases import ModelCase
 
 
@@ -47,34 +65,61 @@ class CompileCheck(Check):
         from auditor.models.tiny import ShrinkError, tiny_model
 
         options = context.options
+        semantics = engines.compile_semantics(options.compile_semantics)
         plain = context.plain_failure()
         if plain is not None:
             yield from self.failed_rows(case, options, plain)
             return
         start = time.perf_counter()
+        if semantics.gated and not options.compile_ungated:
+            stop = engine_stop(engines.get(semantics.name), case, context)
+            if stop is not None:
+                yield self._row(case, options, stop[0], stop[1], start)
+                return
         try:
             tiny = tiny_model(context.config(), build_device(options.device), trust_remote_code=bool(case.remote_code))
         except ShrinkError as exc:
-            yield from self._skipped(case, options, f"cannot shrink: {exc}", start)
+            yield self._row(case, options, Failure.because(Status.SKIPPED, f"cannot shrink: {exc}"), {}, start)
             return
         except Exception as exc:  # the tiny check's finding; here only what no other size would fix
             failure = classify(exc)
             if failure.environmental:
                 yield from self.failed_rows(case, options, failure)
             else:
-                yield from self._skipped(case, options, f"the tiny model does not build: {failure.message}", start)
+                skip = Failure.because(Status.SKIPPED, f"the tiny model does not build: {failure.message}")
+                yield self._row(case, options, skip, {}, start)
             return
         for component in _components(tiny.model, options.compile_encoders):
-            yield _trial(case, self.name, tiny, component, options)
+            yield _trial(case, self.name, tiny, component, options, semantics)
 
     def failed_rows(self, case: ModelCase, options: Options, failure: Failure) -> list[Result]:
         # Without a model there are no components to find: the decoder stands for them all.
         return [Result(case.model_type, self.name, failure.status, component="decoder",
-                       policy=options.compile_policy, message=failure.message, signature=failure.signature)]
+                       policy=options.compile_policy, message=failure.message, signature=failure.signature,
+                       extras={"semantics": options.compile_semantics})]
 
-    def _skipped(self, case: ModelCase, options: Options, message: str, start: float) -> Iterator[Result]:
-        yield Result(case.model_type, self.name, Status.SKIPPED, component="decoder", policy=options.compile_policy,
-                     message=message, signature=signature_of(message), seconds=time.perf_counter() - start)
+    def _row(self, case: ModelCase, options: Options, failure: Failure, extras: dict, start: float) -> Result:
+        return Result(case.model_type, self.name, failure.status, component="decoder", policy=options.compile_policy,
+                      message=failure.message, signature=failure.signature, seconds=time.perf_counter() - start,
+                      extras={"semantics": options.compile_semantics, **extras})
+
+
+def engine_stop(engine: Engine, case: ModelCase, context: CaseContext) -> tuple[Failure, dict] | None:
+    """Why `engine` would never compile this model (its gates, emulated, in its order), with the
+    extras of a compile row that says so; None when the engine gets as far as compiling it."""
+    gates = engine.outcomes(False, case, context, context.config())
+    try:
+        for gate, outcome in gates:
+            if engine.stops_at(gate, outcome):
+                message = outcome.message if isinstance(outcome, Failure) else outcome[1]
+                return (Failure.because(Status.SKIPPED, f"{engine.not_reached(gate)}: {message}"),
+                        {"stopped_at": f"backend/{gate}"})
+            if not isinstance(outcome, Failure) and outcome[2].get("compile_enabled") is False:
+                return (Failure.because(Status.SKIPPED, f"{engine.title} turns compile off at backend/{gate}: "
+                                                        f"{outcome[1]}"), {"stopped_at": f"backend/{gate}"})
+    finally:
+        gates.close()
+    return None
 
 
 def _components(model, encoders: bool):
@@ -84,7 +129,7 @@ def _components(model, encoders: bool):
     return items if encoders else items[:1]
 
 
-def _trial(case: ModelCase, check: str, tiny, component, options: Options) -> Result:
+def _trial(case: ModelCase, check: str, tiny, component, options: Options, semantics) -> Result:
     """Build, run and compile one component; every outcome is a row."""
     import torch
 
@@ -92,13 +137,15 @@ def _trial(case: ModelCase, check: str, tiny, component, options: Options) -> Re
 
     start = time.perf_counter()
     try:
-        outcome = compile_component(tiny.config, component, options, trust_remote_code=bool(case.remote_code))
+        outcome = compile_component(tiny.config, component, options, semantics,
+                                    trust_remote_code=bool(case.remote_code))
     except Exception as exc:  # the harness's own failure still ends as a row
         failure = classify(exc)
         outcome = CompileOutcome(failure.status, failure.message, failure.signature)
     finally:
         torch._dynamo.reset()
-    extras: dict[str, Any] = {"class": component.cls.__name__, "tiny_parameters": tiny.parameters,
+    extras: dict[str, Any] = {"semantics": semantics.name, "class": component.cls.__name__,
+                              "tiny_parameters": tiny.parameters,
                               "backend": options.backend, "device": options.device, **outcome.extras}
     return Result(case.model_type, check, outcome.status, component=component.name, policy=options.compile_policy,
                   message=outcome.message or component.cls.__name__, signature=outcome.signature,

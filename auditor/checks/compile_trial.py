@@ -1,22 +1,29 @@
 """Compiling one component of a tiny model the way a serving engine does, and judging the outcome.
 
-`compile_component(config, component, options)` decorates the component's class in compile mode,
-builds the tiny model, runs it eagerly on two sizes (sequence lengths for the decoder, numbers
-of images or clips for an encoder), then compiled on the same two, and returns a
-CompileOutcome. Dynamo's state is reset before compiling; the caller resets it afterwards.
+`compile_component(config, component, options, semantics)` decorates the component's class in
+compile mode, builds the tiny model, runs it eagerly at every size of `semantics`
+(auditor.engines.interface.CompileSemantics: sequence lengths for the decoder, numbers of images
+or clips for an encoder), then compiled: compiled at the first size, then called at the others,
+and returns a CompileOutcome.
+
+* With the guards kept (plain `torch.compile`), a later size that needs another graph raises
+  (`error_on_recompile`): `recompiled`.
+* Without them (vLLM's way), the graph compiled at the first size runs at every other size, as it
+  would in the engine: a later size where it crashes, or gives another output than eager, is
+  `specialized`, its message naming the size and which.
+
+Dynamo's state is reset before compiling; the caller resets it afterwards.
 """
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from auditor.core.status import Phase, Status, classify, signature_of
-
-LENGTHS = (7, 13)  # decoder tokens: odd and unlike any tiny width, so no dim passes for another
-ENCODER_SIZES = (2, 3)  # images or clips per encoder call: not 1, which dynamo specializes
 
 
 @dataclass(frozen=True)
@@ -41,21 +48,44 @@ class CountingBackend:
         return lookup_backend(self.name)(graph_module, example_inputs)
 
 
-def compile_component(config, component, options, trust_remote_code: bool = False) -> CompileOutcome:
-    """The compile outcome of `component` (auditor.models.components.Component) of `config`'s tiny model."""
-    from auditor.decorators import DecorateError, OwnDecorator, decorated
-    from auditor.models.tiny import build_tiny
+@dataclass(frozen=True)
+class Compiler:
+    """What compiles a component: the decorator applied to its class (compile mode), a context
+    that must be current while the model is built and called (an engine's config; none for the
+    project's own decorator), and how many graphs it has compiled so far."""
+
+    decorator: Any  # auditor.decorators.interface.Decorator
+    graphs: Callable[[], int]
+    context: Callable[[], contextlib.AbstractContextManager] = contextlib.nullcontext
+
+
+def own_compiler(options, semantics) -> Compiler:
+    """The project's decorator under `options.compile_policy`, compiling on `options.backend`
+    with the guards `semantics` keeps."""
+    from auditor.decorators import OwnDecorator
 
     backend = CountingBackend(options.backend)
-    decorator = OwnDecorator(options.compile_policy, compile_mode="compile", backend=backend)
+    decorator = OwnDecorator(options.compile_policy, compile_mode="compile", backend=backend,
+                             guards=semantics.guards)
+    return Compiler(decorator, lambda: backend.graphs)
+
+
+def compile_component(config, component, options, semantics, trust_remote_code: bool = False,
+                      compiler: Compiler | None = None) -> CompileOutcome:
+    """The compile outcome of `component` (auditor.models.components.Component) of `config`'s tiny
+    model, compiled by `compiler` (default: the project's decorator, own_compiler)."""
+    from auditor.decorators import DecorateError, decorated
+    from auditor.models.tiny import build_tiny
+
+    compiler = compiler or own_compiler(options, semantics)
     try:
-        with decorated(component.cls, decorator, component.dynamic_arg_dims):
+        with compiler.context(), decorated(component.cls, compiler.decorator, component.dynamic_arg_dims):
             try:
                 model = build_tiny(config, options.device, trust_remote_code=trust_remote_code)
             except Exception as exc:
-                failure = classify(exc, Phase.DECORATED, decorator_files=decorator.source_files())
+                failure = classify(exc, Phase.DECORATED, decorator_files=compiler.decorator.source_files())
                 return CompileOutcome(failure.status, failure.message, failure.signature)
-            return _Trial(model, component, backend, options.device).run()
+            return _Trial(model, component, compiler, options.device, semantics).run()
     except DecorateError as exc:
         return CompileOutcome(exc.status, exc.message, exc.signature)
 
@@ -63,11 +93,13 @@ def compile_component(config, component, options, trust_remote_code: bool = Fals
 class _Trial:
     """One component: its feeds, its eager outputs, then its compiled ones."""
 
-    def __init__(self, model, component, backend: CountingBackend, device: str) -> None:
+    def __init__(self, model, component, compiler: Compiler, device: str, semantics) -> None:
         self.model = model
         self.component = component
-        self.backend = backend
+        self.compiler = compiler
         self.device = device
+        self.semantics = semantics
+        self.sizes: tuple[int, ...] = ()
         self.extras: dict[str, Any] = {}
 
     def run(self) -> CompileOutcome:
@@ -91,32 +123,73 @@ class _Trial:
             first, failed = self._timed("compile_seconds", lambda: call(feeds[0]))
             if failed is not None:
                 return self._compile_failure(failed)
-            graphs = self.extras["graphs"] = self.backend.graphs
+            graphs = self.extras["graphs"] = self.compiler.graphs()
             if graphs == 0:
                 return self._outcome(Status.SKIPPED, f"the forward never calls {self.component.cls.__name__}")
+            if self.semantics.guards:
+                return self._guarded(call, feeds, eager, first, graphs)
+            return self._unguarded(call, feeds, eager, first)
+
+    def _guarded(self, call, feeds: list[dict], eager: list, first, graphs: int) -> CompileOutcome:
+        """Plain semantics: every later size must reuse the first graph, else `recompiled`."""
+        import torch
+
+        compiled = [first]
+        for index, feed in enumerate(feeds[1:], start=1):
             with torch._dynamo.config.patch(error_on_recompile=True):
-                second, failed = self._timed("first_run_seconds", lambda: call(feeds[1]))
-            self.extras["graphs"] = self.backend.graphs
+                output, failed = self._timed(_run_key(index), lambda feed=feed: call(feed))
+            self.extras["graphs"] = self.compiler.graphs()
             if failed is not None:
                 return self._compile_failure(failed)
-            if self.backend.graphs > graphs:
+            if self.compiler.graphs() > graphs:
                 return self._outcome(Status.RECOMPILED, "the second length compiled another graph")
-        return self._compare(eager, [first, second])
+            compiled.append(output)
+        return self._compare(eager, compiled)
+
+    def _unguarded(self, call, feeds: list[dict], eager: list, first) -> CompileOutcome:
+        """Engine semantics: the first graph runs at every later size, as the engine runs it."""
+        diff, allowed = self._difference(eager[0], first)
+        if diff > allowed:
+            return self._mismatch(diff, allowed)
+        what = self._what()
+        for index, feed in enumerate(feeds[1:], start=1):
+            output, failed = self._timed(_run_key(index), lambda feed=feed: call(feed))
+            self.extras["graphs"] = self.compiler.graphs()
+            size = self.sizes[index]
+            if failed is not None:
+                failure = classify(failed, Phase.COMPILE)
+                self.extras.update(failed_at=size, failure="crashed")
+                return self._outcome(Status.SPECIALIZED, f"the graph compiled at {what} {self.sizes[0]} crashed at "
+                                                         f"{what} {size}: {failure.message}",
+                                     failure.signature)
+            diff, allowed = self._difference(eager[index], output)
+            if diff > allowed:
+                self.extras.update(failed_at=size, failure="differed")
+                return self._outcome(Status.SPECIALIZED, f"the graph compiled at {what} {self.sizes[0]} gave another "
+                                                         f"output at {what} {size}: it differs from eager by "
+                                                         f"{diff:.3g} (tolerance {allowed:.3g})")
+        return self._outcome(Status.COMPILED, "")
+
+    def _what(self) -> str:
+        return "length" if self.component.name == "decoder" else "size"
 
     def _feeds(self) -> tuple[Callable[[dict], Any], list[list[dict]]]:
         """What to call, and the ways to feed it (one feed per size each), to try in order."""
         from auditor.models.inputs import CannotFeed, decoder_feeds, encoder_inputs
 
         if self.component.name == "decoder":
-            self.extras["sizes"] = list(LENGTHS)
-            return (lambda feed: self.model(**feed)), decoder_feeds(self.model, LENGTHS, device=self.device)
+            self.sizes = self.semantics.lengths
+            self.extras["sizes"] = list(self.sizes)
+            return (lambda feed: self.model(**feed)), decoder_feeds(self.model, self.sizes, device=self.device,
+                                                                    positions=self.semantics.positions)
         modality = self.component.name.split(":", 1)[1].split("+")[0]
         encoder = self.model.get_encoder(modality=modality)
         if encoder is None:
             raise CannotFeed(f"no {modality} encoder")
-        self.extras["sizes"] = list(ENCODER_SIZES)
+        self.sizes = self.semantics.encoder_sizes
+        self.extras["sizes"] = list(self.sizes)
         return (lambda feed: encoder(**feed)), [[encoder_inputs(encoder, n, device=self.device)
-                                                 for n in ENCODER_SIZES]]
+                                                 for n in self.sizes]]
 
     def _eager(self, call, ways: list[list[dict]]) -> tuple[list | None, list[dict], Exception | None]:
         """The eager outputs of the first way of feeding that works; else the first way's failure."""
@@ -142,12 +215,17 @@ class _Trial:
 
     def _compile_failure(self, exc: Exception) -> CompileOutcome:
         failure = classify(exc, Phase.COMPILE)
-        if failure.status is Status.RECOMPILED:
+        status, message = failure.status, failure.message
+        if status is Status.RECOMPILED:
             self.extras["recompile_reason"] = _first_lines(str(exc), 3)
-        elif failure.status is Status.GRAPH_BREAK:
+            if not self.semantics.guards:  # no guard can fail: the first compile specialized a marked dim
+                self.extras.update(failed_at=self.sizes[0], failure="specialized")
+                status = Status.SPECIALIZED
+                message = f"compiling at {self._what()} {self.sizes[0]} specialized a dim marked dynamic: {message}"
+        elif status is Status.GRAPH_BREAK:
             self.extras["break_reason"] = _first_lines(str(exc), 2)
             self.extras["break_location"] = _user_location(exc)
-        return self._outcome(failure.status, failure.message, failure.signature)
+        return self._outcome(status, message, failure.signature)
 
     def _failure(self, exc: Exception, phase: Phase) -> CompileOutcome:
         failure = classify(exc, phase)
@@ -160,9 +238,19 @@ class _Trial:
             worst, tolerance = max(worst, diff), max(tolerance, allowed)
         self.extras.update(max_abs_diff=worst, tolerance=tolerance)
         if worst > tolerance:
-            return self._outcome(Status.MISMATCH, f"compiled output differs from eager by {worst:.3g} "
-                                                  f"(tolerance {tolerance:.3g})")
+            return self._mismatch(worst, tolerance)
         return self._outcome(Status.COMPILED, "")
+
+    def _difference(self, expected: Any, actual: Any) -> tuple[float, float]:
+        """compare(), keeping the largest difference and tolerance seen in the extras."""
+        diff, allowed = compare(expected, actual)
+        self.extras["max_abs_diff"] = max(diff, self.extras.get("max_abs_diff", 0.0))
+        self.extras["tolerance"] = max(allowed, self.extras.get("tolerance", 0.0))
+        return diff, allowed
+
+    def _mismatch(self, diff: float, allowed: float) -> CompileOutcome:
+        return self._outcome(Status.MISMATCH, f"compiled output differs from eager by {diff:.3g} "
+                                              f"(tolerance {allowed:.3g})")
 
     def _outcome(self, status: Status, message: str, signature: str = "") -> CompileOutcome:
         if message and not signature:
@@ -226,6 +314,11 @@ def _without_cache(config) -> None:
             _without_cache(value)
         elif name == "use_cache":
             config.use_cache = False
+
+
+def _run_key(index: int) -> str:
+    """The timing extra of the compiled call at the index-th size (the second keeps its old name)."""
+    return "first_run_seconds" if index == 1 else f"run_{index}_seconds"
 
 
 def _compiling(instances: list, on: bool) -> None:

@@ -36,6 +36,9 @@ class Options:
     backend: str = "aot_eager"  # torch.compile backend of the compile check
     compile_encoders: bool = False  # the compile check also compiles encoder components
     compile_policy: str = "fixed"  # the decorator policy the compile check builds under
+    # How the compile check compiles: an engine's way (auditor.engines.compile_semantics) or "plain".
+    compile_semantics: str = "vllm"
+    compile_ungated: bool = False  # compile even where the engine's gates stop the model
     # Where the sweep's Ray cluster for the pickle check's Ray round trip announces its address
     # or why it did not start (auditor.remote.ray_trip.LocalCluster);
     # empty: a worker starts a cluster of its own when it needs one.

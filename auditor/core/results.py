@@ -99,6 +99,14 @@ class RunInfo:
         return self.label or f"py{self.python_minor} tf{self.transformers} torch{self.torch}"
 
     @property
+    def compile_semantics(self) -> str:
+        """Whose way the run's compile check compiled (an engine's, or "plain"); "" without that
+        check. Runs written before the choice existed compiled the plain way."""
+        if "compile" not in self.checks:
+            return ""
+        return str(self.experiment.get("compile_semantics", "plain"))
+
+    @property
     def python_minor(self) -> str:
         return ".".join(self.python.split(".")[:2])
 

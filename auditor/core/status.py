@@ -47,6 +47,7 @@ class Status(str, Enum):
     COMPILED = "compiled"
     GRAPH_BREAK = "graph-break"
     RECOMPILED = "recompiled"
+    SPECIALIZED = "specialized"
     MISMATCH = "mismatch"
     EAGER_ERROR = "eager-error"
     COMPILE_ERROR = "compile-error"
@@ -79,9 +80,12 @@ DESCRIPTIONS: dict[Status, str] = {
     Status.SKIPPED: "the check does not apply; the message says why",
     Status.AUDITOR_ERROR: "the auditor's own code failed (a bug of ours, not the model's); the message names the auditor line",
     Status.UNSUPPORTED: "backend check: a serving engine's gate refused the model, with the engine's own message",
-    Status.COMPILED: "compile check: one graph for both sequence lengths, output equal to eager (OK, like `build`)",
+    Status.COMPILED: "compile check: one graph for every sequence length, output equal to eager (OK, like `build`)",
     Status.GRAPH_BREAK: "compile check: `torch.compile(fullgraph=True)` hit a graph break; extras say why and where",
-    Status.RECOMPILED: "compile check: the second sequence length needed another graph",
+    Status.RECOMPILED: "compile check (plain semantics): the second sequence length needed another graph",
+    Status.SPECIALIZED: "compile check (engine semantics): the graph compiled at the first length crashed, or gave "
+                        "another output, at a later length (the message says which), or the first compile "
+                        "specialized a dim marked dynamic",
     Status.MISMATCH: "compile check: compiled and eager outputs differ beyond the dtype's tolerance",
     Status.EAGER_ERROR: "compile check: the forward fails even without compiling",
     Status.COMPILE_ERROR: "compile check: tracing or the backend failed in another way (a dynamo or inductor error)",

@@ -14,10 +14,11 @@ Faithful to vllm/compilation/decorators.py (0.33.0) where the audit can see it:
 * with `compile_mode="compile"`, the first call marks the dynamic dims of its
   arguments (`torch._dynamo.mark_dynamic`) and compiles `forward` with
   `torch.compile(fullgraph=True, backend=...)`, as vLLM's first call does; later
-  calls run the compiled forward. Unlike vLLM, which drops dynamo's guards after
-  the first compilation, the guards stay, so a call that would need another graph
-  recompiles (or raises, under `torch._dynamo.config.error_on_recompile`) where
-  vLLM would silently reuse the first one: the compile check reports it.
+  calls run the compiled forward. With `guards=False` it compiles as vLLM's
+  TorchCompileWithNoGuardsWrapper does (`dynamic=False`, every guard dropped by a
+  `guard_filter_fn`), so the first graph serves every later call, right or wrong;
+  with the guards kept (plain `torch.compile`), a call that would need another
+  graph recompiles (or raises, under `torch._dynamo.config.error_on_recompile`).
 
 The positional check is a pluggable `CheckPolicy`. `vllm_config` may be any
 object or None: nothing here reads it, the compile mode is a parameter.
@@ -53,6 +54,7 @@ class CompileSettings:
     dynamic_arg_dims: DynamicArgDims
     mode: str = "none"
     backend: str | Callable[..., Any] = "inductor"
+    guards: bool = True  # False: vLLM's way, every guard dropped (see _compiled_call)
 
 
 def support_torch_compile(
@@ -62,6 +64,7 @@ def support_torch_compile(
     policy: str | CheckPolicy = "legacy",
     compile_mode: str = "none",
     backend: str | Callable[..., Any] = "inductor",
+    guards: bool = True,
 ):
     """Decorate `cls` (or return a decorator), mutating it in place like vLLM's.
 
@@ -74,7 +77,7 @@ def support_torch_compile(
 
     def cls_decorator_helper(cls: type) -> type:
         dims = _validated_dims(cls, dynamic_arg_dims)
-        return _support_torch_compile(cls, CompileSettings(dims, compile_mode, backend), checker)
+        return _support_torch_compile(cls, CompileSettings(dims, compile_mode, backend, guards), checker)
 
     if cls is not None:
         assert isinstance(cls, type)  # as vLLM: bare use only on a class
@@ -137,7 +140,11 @@ def _compiled_call(module: Any, *args: Any, **kwargs: Any) -> Any:
     compiled = module.__dict__.get("_compiled_forward")
     if compiled is None:
         mark_dynamic_inputs(module, settings.dynamic_arg_dims, args, kwargs)
-        compiled = torch.compile(module.forward, fullgraph=True, backend=settings.backend)
+        if settings.guards:
+            compiled = torch.compile(module.forward, fullgraph=True, backend=settings.backend)
+        else:  # vllm/compilation/wrapper.py, TorchCompileWithNoGuardsWrapper.__init__ (torch >= 2.10)
+            compiled = torch.compile(module.forward, fullgraph=True, dynamic=False, backend=settings.backend,
+                                     options={"guard_filter_fn": torch.compiler.skip_all_guards_unsafe})
         module.__dict__["_compiled_forward"] = compiled
     return compiled(*args, **kwargs)
 
@@ -164,16 +171,17 @@ class OwnDecorator(Decorator):
     """The project's `support_torch_compile` with one check policy, as a `Decorator`."""
 
     def __init__(self, policy: str | CheckPolicy, compile_mode: str = "none",
-                 backend: str | Callable[..., Any] = "inductor") -> None:
+                 backend: str | Callable[..., Any] = "inductor", guards: bool = True) -> None:
         self.policy = check_policy(policy)
         self.name = self.policy.name
         self.compile_mode = compile_mode
         self.backend = backend
+        self.guards = guards
 
     def apply(self, cls: type, dynamic_arg_dims: DynamicArgDims | None) -> type:
         return support_torch_compile(
             dynamic_arg_dims=dynamic_arg_dims, policy=self.policy,
-            compile_mode=self.compile_mode, backend=self.backend,
+            compile_mode=self.compile_mode, backend=self.backend, guards=self.guards,
         )(cls)
 
     def source_files(self) -> frozenset[str]:

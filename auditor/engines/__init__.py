@@ -5,6 +5,7 @@
 * `get(name) -> Engine`, `all()`: an engine folder is imported on first use; importing one never
   imports the engine itself (only its own-code functions and adapters do, when called).
 * `by_policy(policy) -> Engine | None`: the engine whose decorator a policy name selects.
+* `compile_semantics(name) -> CompileSemantics`: an engine's way of compiling, or `plain`.
 
 Importing this package registers each engine's decorator policy (`vllm`) with the decorator
 registry (auditor.decorators.registry), which must not know the engines: every layer that
@@ -17,7 +18,7 @@ import functools
 import importlib
 
 from auditor.decorators.registry import register_alias
-from auditor.engines.interface import Engine
+from auditor.engines.interface import PLAIN, CompileSemantics, Engine
 
 _FOLDERS = ("vllm",)  # one per engine folder here
 
@@ -41,6 +42,19 @@ def by_policy(policy: str) -> Engine | None:
     return next((engine for engine in all() if engine.decorator.policy == policy), None)
 
 
+def compile_semantics(name: str) -> CompileSemantics:
+    """The compile semantics a `--compile-semantics` name selects: an engine's, or `plain`."""
+    if name == PLAIN.name:
+        return PLAIN
+    if name not in _FOLDERS:
+        raise ValueError(f"unknown compile semantics {name!r}; known: {', '.join(semantics_names())}")
+    return get(name).compile
+
+
+def semantics_names() -> tuple[str, ...]:
+    return (*_FOLDERS, PLAIN.name)
+
+
 def _register_policies() -> None:
     for engine in all():
         register_alias(engine.decorator.policy, engine.decorator.spec)
@@ -48,4 +62,5 @@ def _register_policies() -> None:
 
 _register_policies()
 
-__all__ = ["Engine", "all", "by_policy", "get", "names"]
+__all__ = ["PLAIN", "CompileSemantics", "Engine", "all", "by_policy", "compile_semantics", "get", "names",
+           "semantics_names"]

@@ -39,6 +39,10 @@ class Verdict:
         return (Status.BUILD if self.ok else Status.UNSUPPORTED), self.message, dict(self.extras)
 
 
+def passed(outcome: Outcome) -> bool:
+    return not isinstance(outcome, Failure) and outcome[0].ok
+
+
 def safely(gate: Callable[..., Verdict], *args: Any) -> Outcome:
     """A gate's outcome; what the engine's own step would raise on this model (an attribute its
     plan names but the model lacks, say) stops the engine there just the same."""
@@ -82,6 +86,38 @@ class EngineDecorator:
 
 
 @dataclass(frozen=True)
+class CompileSemantics:
+    """How a decorated component is compiled and then called, as an engine does it (or as plain
+    `torch.compile` does: `PLAIN`). The compile check runs a component eagerly at every length,
+    compiles it at the first, then calls the compiled code at the others.
+
+    `guards`: whether dynamo's guards stay. With them (plain), a later length that needs another
+    graph recompiles, which the check reports (`recompiled`); without them (vLLM's
+    TorchCompileWithNoGuardsWrapper: `dynamic=False`, a `guard_filter_fn` that drops every guard),
+    the graph compiled at the first length serves every later length, right or wrong
+    (`specialized` when it crashes or differs there). `positions`: the engine passes position ids
+    (vLLM's Transformers backend calls the decoder with `input_ids` and `position_ids` of shape
+    [1, T]). `gated`: the engine's gates come first, so a model the engine stops, or whose compile
+    a gate turns off (a gate verdict with `compile_enabled: False`), is not compiled.
+    `attention`: the attention implementation the engine puts the model on (None: the model's own).
+    """
+
+    name: str
+    guards: bool
+    lengths: tuple[int, ...]
+    encoder_sizes: tuple[int, ...]
+    positions: bool = False
+    gated: bool = False
+    attention: str | None = None
+
+
+# Plain `torch.compile(fullgraph=True)` with the decorator's dims marked: transformers' own
+# fullgraph question. Two lengths, odd and unlike any tiny width, so no dim passes for another;
+# two images or clips per encoder call, not 1 (which dynamo specializes).
+PLAIN = CompileSemantics("plain", guards=True, lengths=(7, 13), encoder_sizes=(2, 3))
+
+
+@dataclass(frozen=True)
 class Engine:
     """A serving engine. `meet(functions, case, context, config)` yields (gate, Outcome) in the
     engine's order with the gate functions given (`functions(own)`), and stops after a
@@ -98,6 +134,8 @@ class Engine:
     # The engine's own config class for a model type, where it replaces transformers' (None
     # when it does not); needs the engine.
     config_class: Callable[[str], type | None] | None = None
+    # How the engine compiles a decorated component; the compile check's default semantics.
+    compile: CompileSemantics = PLAIN
 
     @property
     def installed(self) -> bool:
@@ -137,6 +175,10 @@ class Engine:
     def outcomes(self, own: bool, case, context, config) -> Iterator[tuple[str, Outcome]]:
         """The engine meeting `case`'s model, with the emulation's or its own gate functions."""
         return self.meet(self.functions(own), case, context, config)
+
+    def stops_at(self, gate: str, outcome: Outcome) -> bool:
+        """Whether the engine stops at `gate` with this outcome (a stopping gate that failed)."""
+        return gate in self.stopping and not passed(outcome)
 
     def not_reached(self, stopped: str) -> str:
         return f"not reached: {self.title} stops at backend/{stopped}"

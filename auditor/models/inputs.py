@@ -56,10 +56,12 @@ def decoder_inputs(model, length: int, *, device: str = "cpu", seed: int = 0,
     return {k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in inputs.items()}
 
 
-def decoder_feeds(model, lengths, *, device: str = "cpu", seed: int = 0) -> list[list[dict[str, Any]]]:
+def decoder_feeds(model, lengths, *, device: str = "cpu", seed: int = 0,
+                  positions: bool = False) -> list[list[dict[str, Any]]]:
     """Ways to feed `model` at each of `lengths`, the serving engine's first; each way is one feed
-    per length, and only the decoder's tokens differ between them."""
-    base = [decoder_inputs(model, n, device=device, seed=seed) for n in lengths]
+    per length, and only the decoder's tokens (and, with `positions`, their position ids) differ
+    between them."""
+    base = [decoder_inputs(model, n, device=device, seed=seed, with_positions=positions) for n in lengths]
     return [base, *([{**feed, **extra} for feed in base] for extra in _other_inputs(model, base[0], device))]
 
 

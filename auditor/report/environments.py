@@ -19,7 +19,7 @@ from auditor.report.summary import Counts
 
 # The fields of RunInfo that decide what a cell means, as people name them.
 VARIABLES = (("Python", "python"), ("transformers", "transformers"), ("torch", "torch"),
-             ("platform", "platform"), ("device", "device"))
+             ("platform", "platform"), ("device", "device"), ("compile semantics", "compile_semantics"))
 
 
 @dataclass(frozen=True)

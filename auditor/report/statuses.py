@@ -45,6 +45,7 @@ _LOOKS: dict[Status, tuple[str, str]] = {
     Status.COMPILED: ("#81c784", "compiled"),
     Status.GRAPH_BREAK: ("#fff176", "g-break"),
     Status.RECOMPILED: ("#ffb74d", "recomp"),
+    Status.SPECIALIZED: ("#f57c00", "special"),
     Status.MISMATCH: ("#e040fb", "mismatch"),
     Status.EAGER_ERROR: ("#8d6e63", "eager-err"),
     Status.COMPILE_ERROR: ("#ff7043", "cmp-err"),

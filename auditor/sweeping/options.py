@@ -125,6 +125,16 @@ OPTIONS: tuple[Option, ...] = (
     Option("compile_policy", ("--compile-policy",), Kind.TEXT, group="checks", default="fixed",
            experiment="compile policy", spelled=Spelled.ALWAYS,
            help="the decorator policy the compile check builds under (default: fixed)"),
+    Option("compile_semantics", ("--compile-semantics",), Kind.TEXT, group="checks", default="vllm",
+           experiment="compile semantics", spelled=Spelled.ALWAYS, metavar="ENGINE|plain",
+           help="how the compile check compiles: as a serving engine does (vllm: its gates first, "
+                "guards dropped, the graph of the first length reused at 7, 13 and 29 tokens) or "
+                "plain (torch.compile(fullgraph=True) with its guards: transformers' own fullgraph "
+                "question) (default: vllm)"),
+    Option("compile_ungated", ("--compile-ungated",), Kind.SWITCH, group="checks", default=False,
+           experiment="compile ungated", spelled=Spelled.GIVEN,
+           help="compile under an engine's semantics even where its gates stop the model (what its "
+                "compile would do once the gates pass); by default such a cell is skipped with the gate's verdict"),
     Option("build_per_policy", ("--build-per-policy",), Kind.SWITCH, group="checks", default=False,
            experiment="a build per policy", spelled=Spelled.GIVEN,
            help="one real meta build per policy and component instead of one recorded build "

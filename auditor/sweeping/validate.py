@@ -41,10 +41,12 @@ def validate(request: SweepRequest) -> SweepPlan:
     remote_cases(request.remote_code)
     device, backend = _device(request.device, request.backend, runners, "compile" in names)
     request = replace(request, checks=names, policies=_validated_policies(request.policies), device=device,
-                      backend=backend, compile_policy=_compile_policy(request.compile_policy))
+                      backend=backend, compile_policy=_compile_policy(request.compile_policy),
+                      compile_semantics=_compile_semantics(request.compile_semantics))
     options = Options(policies=request.policies, checks=names, plugins=request.plugins,
                       shared_policy_build=not request.build_per_policy, device=device, backend=backend,
-                      compile_encoders=request.compile_encoders, compile_policy=request.compile_policy)
+                      compile_encoders=request.compile_encoders, compile_policy=request.compile_policy,
+                      compile_semantics=request.compile_semantics, compile_ungated=request.compile_ungated)
     settings = PoolSettings(
         jobs=request.jobs,
         timeout=request.timeout,
@@ -141,6 +143,14 @@ def _device(device: str | None, backend: str | None, runners: Sequence[str], com
         if backend not in known:
             raise InputError(f"unknown --backend {backend!r}; this torch has: {', '.join(sorted(known))}")
     return device, backend
+
+
+def _compile_semantics(name: str) -> str:
+    from auditor import engines
+
+    if name not in engines.semantics_names():
+        raise InputError(f"--compile-semantics {name!r}: valid: {', '.join(engines.semantics_names())}")
+    return name
 
 
 def _compile_policy(name: str) -> str:

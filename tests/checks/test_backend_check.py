@@ -136,8 +136,13 @@ def test_enable_if_raises_where_vllm_reads_a_rope_type_that_is_missing():
     assert enable_if_gate(config).ok
     config.rope_parameters = {"rope_theta": 10000.0}
     assert enable_if_gate(config).message == "KeyError: 'rope_type'"
+    # vLLM's default max_model_len is max_position_embeddings x the rope factor (config/model.py:
+    # 2603-2634, "dynamic" scales it): at factor 2 the dynamic rope can still rescale, compile is off;
+    # at factor 1 it never does, and vLLM drops it (disable_noop_dynamic_rope).
     config.rope_parameters = {"rope_type": "dynamic", "factor": 2.0, "rope_theta": 10000.0}
-    assert enable_if_gate(config).extras == {"compile_enabled": True}  # max_model_len defaults to the positions
+    assert enable_if_gate(config).extras == {"compile_enabled": False}
+    config.rope_parameters = {"rope_type": "dynamic", "factor": 1.0, "rope_theta": 10000.0}
+    assert enable_if_gate(config).extras == {"compile_enabled": True}
 
 
 def test_version_floor_message_is_vllms():

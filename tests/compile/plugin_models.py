@@ -10,6 +10,9 @@ says how it behaves under the compile decorator:
 * auditor_compile_counter: counts its calls in a Python attribute, so dynamo guards on the count
   and the second length needs another graph;
 * auditor_compile_specialize: branches on the sequence length, specializing the dim marked dynamic;
+  without guards (vLLM) the graph of length 7 silently computes the short branch at length 13;
+* auditor_compile_crash: a short-prompt branch that slices a fixed-size tensor to the length:
+  without guards (vLLM) the graph of length 7 crashes at length 13;
 * auditor_compile_mismatch: computes something else when compiled;
 * auditor_compile_eager_error: its forward fails with or without compiling;
 * auditor_compile_no_ids: its forward takes no token ids, so there is nothing to feed.
@@ -67,6 +70,13 @@ class _Specialize(AuditorCompileModel):
         return hidden
 
 
+class _Crash(AuditorCompileModel):
+    def finish(self, hidden):
+        if hidden.shape[1] <= 8:  # a cheaper path for short prompts, guarded on the marked length
+            return hidden + torch.zeros(1, 8, 1)[:, :hidden.shape[1]]
+        return hidden
+
+
 class _Mismatch(AuditorCompileModel):
     def finish(self, hidden):
         return hidden + 1 if torch.compiler.is_compiling() else hidden
@@ -94,6 +104,6 @@ def _register(model_type: str, model_cls: type) -> None:
 
 AutoConfig.register("auditor_compile_ok", AuditorCompileConfig)
 AutoModel.register(AuditorCompileConfig, AuditorCompileModel)
-for _name, _cls in {"break": _Break, "counter": _Counter, "specialize": _Specialize, "mismatch": _Mismatch,
-                    "eager_error": _EagerError, "no_ids": _NoIds}.items():
+for _name, _cls in {"break": _Break, "counter": _Counter, "specialize": _Specialize, "crash": _Crash,
+                    "mismatch": _Mismatch, "eager_error": _EagerError, "no_ids": _NoIds}.items():
     _register(f"auditor_compile_{_name}", _cls)

@@ -21,7 +21,8 @@ def _compile_rows(out):
 def cpu_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("compile-cpu")
     proc = run_auditor("sweep", "--plugin", PLUGIN, "--models", f"{REAL},auditor_compile_.*", "--checks", "compile",
-                       "--device", "cpu", "--backend", "eager", "--jobs", "2", "--timeout", "240", "-o", str(out))
+                       "--compile-semantics", "plain", "--device", "cpu", "--backend", "eager", "--jobs", "2",
+                       "--timeout", "240", "-o", str(out))
     return proc, out
 
 

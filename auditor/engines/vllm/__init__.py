@@ -9,7 +9,7 @@ only when called.
 
 from __future__ import annotations
 
-from auditor.engines.interface import BuildSettings, Engine, EngineDecorator, Gate
+from auditor.engines.interface import BuildSettings, CompileSemantics, Engine, EngineDecorator, Gate
 from auditor.engines.vllm import attention, build, config, gates, meeting, own, plans
 
 ENGINE = Engine(
@@ -33,4 +33,11 @@ ENGINE = Engine(
     build=BuildSettings(build=build.build_like_vllm, observe=build.reads_attention),
     decorator=EngineDecorator(policy="vllm", spec="auditor.engines.vllm.decorator:support_torch_compile"),
     config_class=config.config_class,
+    # vllm/compilation/wrapper.py (TorchCompileWithNoGuardsWrapper): fullgraph, dynamic=False,
+    # every guard dropped, the first graph reused at every length; the Transformers backend's
+    # forward (models/transformers/base.py) passes input_ids and position_ids of shape [1, T];
+    # `enable_if=can_enable_torch_compile` (the enable-if gate) can turn compile off. Three
+    # lengths: the first compiles, two more meet the graph it made.
+    compile=CompileSemantics("vllm", guards=False, lengths=(7, 13, 29), encoder_sizes=(2, 3, 5),
+                             positions=True, gated=True),
 )

@@ -165,11 +165,34 @@ def enable_if_gate(config) -> Verdict:
         return Verdict(False, f"KeyError: {exc}")
     if "dynamic" not in rope_types:
         return Verdict(True, "compile enabled", {"compile_enabled": True})
-    # dynamic_rope_update_is_noop (utils.py:360-370) with max_model_len = max_position_embeddings
-    noop = getattr(text, "max_position_embeddings", None) is not None
+    # dynamic_rope_update_is_noop (utils.py:360-370), at the max_model_len vLLM derives
+    limit = getattr(text, "max_position_embeddings", None)
+    noop = limit is not None and default_max_model_len(config) <= limit
     enabled = "longrope" not in rope_types and noop
     return Verdict(True, "compile enabled" if enabled else "compile disabled (dynamic rope)",
                    {"compile_enabled": enabled})
+
+
+# Rope types whose `factor` vLLM does not apply to the context length (config/model.py:2613-2620).
+_UNSCALED_ROPE = frozenset({"su", "longrope", "llama3", "yarn", "deepseek_yarn", "deepseek_llama_scaling"})
+
+
+def default_max_model_len(config) -> float:
+    """The max_model_len vLLM serves a model at when the user gives none
+    (`_get_and_verify_max_len`, config/model.py:2596-2650): the text config's
+    max_position_embeddings (vLLM takes the least of several such keys; the models audited here
+    name this one) times the rope `factor` of rope types that scale it, except gemma3's, whose
+    length is already scaled. 0 when the config names no length."""
+    text = config.get_text_config()
+    length = getattr(text, "max_position_embeddings", None) or 0
+    rope = list(_iter_rope_parameters(config)) or list(_iter_rope_parameters(text))
+    if rope and "gemma3" not in (getattr(config, "model_type", "") or ""):
+        factor = 1.0
+        for rp in rope:
+            if rp.get("rope_type") not in _UNSCALED_ROPE:
+                factor = rp.get("factor", factor)
+        length *= factor if factor is not None else 1.0
+    return length
 
 
 def _iter_rope_parameters(config):

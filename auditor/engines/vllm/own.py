@@ -19,7 +19,7 @@ from auditor.core.status import message_of
 from auditor.engines.interface import Verdict
 from auditor.engines.vllm import plans
 from auditor.engines.vllm.attention import layers_verdict
-from auditor.engines.vllm.gates import architecture
+from auditor.engines.vllm.gates import architecture, default_max_model_len
 
 
 def _verdict(ok: bool, message: str = "", extras: dict | None = None) -> Verdict:
@@ -60,8 +60,7 @@ def registry_gate(config, model_type: str, model_cls: type | None = None):
 def enable_if_gate(config):
     from vllm.model_executor.models.transformers.utils import can_enable_torch_compile
 
-    text = config.get_text_config()
-    model_config = SimpleNamespace(hf_config=config, max_model_len=getattr(text, "max_position_embeddings", None) or 0)
+    model_config = SimpleNamespace(hf_config=config, max_model_len=default_max_model_len(config))
     try:
         enabled = can_enable_torch_compile(SimpleNamespace(model_config=model_config))
     except Exception as exc:
