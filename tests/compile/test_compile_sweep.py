@@ -75,7 +75,7 @@ def test_the_header_says_where_the_models_ran(cpu_run):
 
 def test_the_tiny_check_and_aot_eager_in_one_run(tmp_path):
     proc = run_auditor("sweep", "--models", "gpt2,vit", "--checks", "tiny,compile", "--backend", "aot_eager",
-                       "--jobs", "1", "-o", str(tmp_path))
+                       "--compile-semantics", "plain", "--jobs", "1", "-o", str(tmp_path))
     assert proc.returncode == 0, proc.stderr
     rows = {(r["model_type"], r["check"]): r for r in read_rows(tmp_path)[1]}
     tiny = rows[("gpt2", "tiny")]
@@ -91,6 +91,7 @@ def test_the_tiny_check_and_aot_eager_in_one_run(tmp_path):
     (["--device", "meta"], "run real models: pass --device cpu or --device cuda"),
     (["--backend", "no-such-backend"], "unknown --backend 'no-such-backend'"),
     (["--compile-policy", "vllm"], "--compile-policy 'vllm'"),
+    (["--compile-semantics", "sglang"], "--compile-semantics 'sglang': valid: vllm, plain"),
 ])
 def test_bad_compile_options_stop_before_any_work(tmp_path, args, message):
     proc = run_auditor("sweep", "--models", "gpt2", "--checks", "compile", *args, "-o", str(tmp_path / "run"))
