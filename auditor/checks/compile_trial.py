@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from auditor.checks.compile_breaks import component_breaks
 from auditor.core.status import Phase, Status, classify, signature_of
 
 LENGTHS = (7, 13)  # decoder tokens: odd and unlike any tiny width, so no dim passes for another
@@ -90,7 +91,7 @@ class _Trial:
             torch._dynamo.reset()
             first, failed = self._timed("compile_seconds", lambda: call(feeds[0]))
             if failed is not None:
-                return self._compile_failure(failed)
+                return self._compile_failure(failed, instances, lambda: call(feeds[0]))
             graphs = self.extras["graphs"] = self.backend.graphs
             if graphs == 0:
                 return self._outcome(Status.SKIPPED, f"the forward never calls {self.component.cls.__name__}")
@@ -140,13 +141,16 @@ class _Trial:
             self.extras[name] = round(time.perf_counter() - start, 4)
         return value, None
 
-    def _compile_failure(self, exc: Exception) -> CompileOutcome:
+    def _compile_failure(self, exc: Exception, instances: Sequence = (),
+                         run: Callable[[], Any] | None = None) -> CompileOutcome:
         failure = classify(exc, Phase.COMPILE)
         if failure.status is Status.RECOMPILED:
             self.extras["recompile_reason"] = _first_lines(str(exc), 3)
         elif failure.status is Status.GRAPH_BREAK:
             self.extras["break_reason"] = _first_lines(str(exc), 2)
             self.extras["break_location"] = _user_location(exc)
+            if run is not None:  # every break, not only the first (auditor.checks.compile_breaks)
+                self.extras["breaks"] = [b.as_extras() for b in component_breaks(instances, run)]
         return self._outcome(failure.status, failure.message, failure.signature)
 
     def _failure(self, exc: Exception, phase: Phase) -> CompileOutcome:
