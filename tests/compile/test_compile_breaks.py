@@ -83,6 +83,37 @@ def test_a_model_that_compiles_whole_has_no_breaks(plugin):
     assert _breaks("auditor_compile_ok") == ()
 
 
+class _Unpad(torch.nn.Module):
+    """Calls a shared transformers helper that breaks twice (a data-dependent `nonzero`, then `.item()`)."""
+
+    def forward(self, mask):
+        from transformers.modeling_flash_attention_utils import _get_unpad_data
+
+        return _get_unpad_data(mask * 1)
+
+
+class _Outer(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.inner = _Unpad()
+
+    def forward(self, mask):
+        return self.inner(mask)
+
+
+def test_breaks_in_a_shared_transformers_module_are_transformers():
+    """A plain module works as a component too: its `nn.Module.__call__` calls `self.forward`."""
+    utils = pytest.importorskip("transformers.modeling_flash_attention_utils")
+    if not hasattr(utils, "_get_unpad_data"):
+        pytest.skip("this transformers has no _get_unpad_data")
+    outer = _Outer()
+    found = component_breaks([outer.inner], lambda: outer(torch.ones(2, 5, dtype=torch.int32)))
+    expected = [("transformers/modeling_flash_attention_utils.py", _line(utils._get_unpad_data, text),
+                 "_get_unpad_data", BreakOwner.TRANSFORMERS) for text in ("torch.nonzero(", ".max().item()")]
+    assert [(b.file, b.line, b.function, b.owner) for b in found] == expected
+    assert "nonzero" in found[0].reason and "item()" in found[1].reason
+
+
 def test_a_component_the_model_never_calls_gives_no_breaks():
     module = torch.nn.Linear(2, 2)
     assert component_breaks([module], lambda: None) == ()
