@@ -9,7 +9,8 @@ break dynamo meets.
 Why not `torch._dynamo.explain`: it reads the breaks off the graphs a backend receives, and dynamo
 hands a backend no graph when the graph before a break is empty, so two breaks with no tensor
 operation between them (a break at the top of a forward, or right after another) are missing from
-its list (torch 2.13: a forward with four breaks gave three). Dynamo logs every break through one
+its list (torch 2.13: of a forward's five breaks it listed four; of the plugin type that breaks
+twice, tests/compile/plugin_models.py, one). Dynamo logs every break through one
 method, `InstructionTranslatorBase.log_graph_break(code_options, reason, exc)` (2.13 and 2.14), with
 the exception that carries the user stack; it is wrapped for the one trace and restored after.
 Where a torch has no such method, explain's list is the fallback.
@@ -42,7 +43,7 @@ def component_breaks(instances: Iterable[Any], run: Callable[[], Any]) -> tuple[
     instances = list(instances)
     try:
         module, args, kwargs = _first_call(instances, run)
-    except _NotCalled:
+    except Exception:  # _NotCalled, or a run that fails this time: listing must never change a row
         return ()
     try:
         return _traced_breaks(module, args, kwargs)
@@ -60,7 +61,7 @@ def _first_call(instances: list, run: Callable[[], Any]) -> tuple[Any, tuple, di
     def recorder(module, forward):
         def forward_and_record(*args, **kwargs):
             if not calls:
-                calls.append((module, forward, args, kwargs))
+                calls.append((module, args, kwargs))
             return forward(*args, **kwargs)
         return forward_and_record
 
@@ -75,8 +76,7 @@ def _first_call(instances: list, run: Callable[[], Any]) -> tuple[Any, tuple, di
             _restore(module, "do_not_compile", flag)
     if not calls:
         raise _NotCalled
-    module, forward, args, kwargs = calls[0]
-    return module, args, kwargs
+    return calls[0]
 
 
 def _restore(module, name: str, value) -> None:
@@ -101,7 +101,7 @@ def _traced_breaks(module, args: tuple, kwargs: dict) -> tuple[GraphBreak, ...]:
     def log_graph_break(self, code_options, reason, exc):
         if not getattr(exc, "logged", False):  # dynamo logs an exception once, so do we
             stack = getattr(exc, "real_stack", None) or torch._guards.TracingContext.extract_stack()
-            found.append(graph_break(str(exc), stack))
+            found.append(break_record(str(exc), stack))
         return logged(self, code_options, reason, exc)
 
     torch._dynamo.reset()
@@ -125,10 +125,10 @@ def _explained(forward, args: tuple, kwargs: dict) -> tuple[GraphBreak, ...]:
         explained = torch._dynamo.explain(forward)(*args, **kwargs)
     except Exception:  # as above: the list is what the trace got to
         return ()
-    return tuple(dict.fromkeys(graph_break(r.reason, r.user_stack) for r in explained.break_reasons))
+    return tuple(dict.fromkeys(break_record(r.reason, r.user_stack) for r in explained.break_reasons))
 
 
-def graph_break(message: str, stack: Iterable[Any]) -> GraphBreak:
+def break_record(message: str, stack: Iterable[Any]) -> GraphBreak:
     """The record of one break: the first two lines of dynamo's message, and its user frame.
 
     The user frame is the innermost frame outside torch: a break inside torch (a function dynamo

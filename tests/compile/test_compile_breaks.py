@@ -12,7 +12,7 @@ import torch
 import transformers
 
 import auditor
-from auditor.checks.compile_breaks import component_breaks, graph_break, shown_path
+from auditor.checks.compile_breaks import _explained, break_record, component_breaks, shown_path
 from auditor.core.extras import BreakOwner, GraphBreak
 
 HERE = Path(__file__).resolve().parent
@@ -79,6 +79,20 @@ def test_every_break_is_listed_with_its_file_line_and_owner(plugin):
     assert GraphBreak(**{**found[1].as_extras(), "owner": None}) == found[1]  # the owner is the file's
 
 
+def test_explain_the_fallback_misses_a_break_with_nothing_before_it(plugin):
+    """Why dynamo's log is read rather than torch._dynamo.explain, which is only the fallback for a
+    torch without it: explain reads breaks off the graphs, and the empty one before the second
+    break never reaches a backend."""
+    from auditor.models.meta import make_config
+    from auditor.models.tiny import tiny_model
+
+    model = tiny_model(make_config("auditor_compile_break_twice"), "cpu").model
+    with torch.no_grad():
+        found = _explained(model.forward, (torch.arange(7)[None],), {})
+    assert [(Path(b.file).name, b.line) for b in found] == [("plugin_models.py", _line(plugin._Break.finish,
+                                                                                       "graph_break()"))]
+
+
 def test_a_model_that_compiles_whole_has_no_breaks(plugin):
     assert _breaks("auditor_compile_ok") == ()
 
@@ -114,9 +128,14 @@ def test_breaks_in_a_shared_transformers_module_are_transformers():
     assert "nonzero" in found[0].reason and "item()" in found[1].reason
 
 
-def test_a_component_the_model_never_calls_gives_no_breaks():
+def test_a_component_never_called_or_a_failing_run_gives_no_breaks():
     module = torch.nn.Linear(2, 2)
     assert component_breaks([module], lambda: None) == ()
+
+    def failing():
+        module(torch.ones(3, 3))  # the shapes do not fit: a run that fails lists nothing, raises nothing
+
+    assert component_breaks([module], failing) == ()
     assert "forward" not in module.__dict__ and "do_not_compile" not in module.__dict__
 
 
@@ -161,11 +180,11 @@ def test_the_user_frame_is_the_innermost_outside_torch():
     model = inspect.getfile(transformers.models.llama.modeling_llama)
     masking = inspect.getfile(transformers.masking_utils)
     functional = inspect.getfile(torch.nn.functional)
-    found = graph_break("Unsupported thing\n  Explanation: why\n  Hint: how",
+    found = break_record("Unsupported thing\n  Explanation: why\n  Hint: how",
                         [_Frame(model, 10, "forward"), _Frame(masking, 20, "torch_dynamo_resume_in_mask_at_15"),
                          _Frame(functional, 30, "softmax")])
     assert found == GraphBreak("Unsupported thing | Explanation: why", "transformers/masking_utils.py", 20, "mask",
                                BreakOwner.TRANSFORMERS)
-    inside = graph_break("x", [_Frame(functional, 30, "softmax")])
+    inside = break_record("x", [_Frame(functional, 30, "softmax")])
     assert (inside.file, inside.owner) == ("torch/nn/functional.py", BreakOwner.TORCH)
-    assert graph_break("x", []) == GraphBreak("x")
+    assert break_record("x", []) == GraphBreak("x")
