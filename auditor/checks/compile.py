@@ -37,7 +37,7 @@ compiled at the first and called at the others. One row per component, status th
 Extras: `semantics`, `tiny_parameters`, `eager_seconds`, `compile_seconds` (the first compiled
 call, compile included), `first_run_seconds` (the first call at the second length),
 `run_<i>_seconds`, `graphs`, `max_abs_diff`, `tolerance`, `break_reason`, `break_location`,
-`recompile_reason`, `backend`, `device`.
+`breaks` (every graph break, attributed), `recompile_reason`, `backend`, `device`.
 """
 
 from __future__ import annotations

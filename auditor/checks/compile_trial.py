@@ -23,6 +23,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from auditor.checks.compile_breaks import component_breaks, first_lines
 from auditor.core.status import Phase, Status, classify, signature_of
 
 
@@ -122,7 +123,7 @@ class _Trial:
             torch._dynamo.reset()
             first, failed = self._timed("compile_seconds", lambda: call(feeds[0]))
             if failed is not None:
-                return self._compile_failure(failed)
+                return self._compile_failure(failed, instances, lambda: call(feeds[0]))
             graphs = self.extras["graphs"] = self.compiler.graphs()
             if graphs == 0:
                 return self._outcome(Status.SKIPPED, f"the forward never calls {self.component.cls.__name__}")
@@ -213,18 +214,21 @@ class _Trial:
             self.extras[name] = round(time.perf_counter() - start, 4)
         return value, None
 
-    def _compile_failure(self, exc: Exception) -> CompileOutcome:
+    def _compile_failure(self, exc: Exception, instances: Sequence = (),
+                         run: Callable[[], Any] | None = None) -> CompileOutcome:
         failure = classify(exc, Phase.COMPILE)
         status, message = failure.status, failure.message
         if status is Status.RECOMPILED:
-            self.extras["recompile_reason"] = _first_lines(str(exc), 3)
+            self.extras["recompile_reason"] = first_lines(str(exc), 3)
             if not self.semantics.guards:  # no guard can fail: the first compile specialized a marked dim
                 self.extras.update(failed_at=self.sizes[0], failure="specialized")
                 status = Status.SPECIALIZED
                 message = f"compiling at {self._what()} {self.sizes[0]} specialized a dim marked dynamic: {message}"
         elif status is Status.GRAPH_BREAK:
-            self.extras["break_reason"] = _first_lines(str(exc), 2)
+            self.extras["break_reason"] = first_lines(str(exc), 2)
             self.extras["break_location"] = _user_location(exc)
+            if run is not None:  # every break, not only the first (auditor.checks.compile_breaks)
+                self.extras["breaks"] = [b.as_extras() for b in component_breaks(instances, run)]
         return self._outcome(status, message, failure.signature)
 
     def _failure(self, exc: Exception, phase: Phase) -> CompileOutcome:
@@ -331,11 +335,6 @@ def _synchronize(device: str) -> None:
         import torch
 
         torch.cuda.synchronize()
-
-
-def _first_lines(text: str, count: int) -> str:
-    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
-    return " | ".join(lines[:count])[:500]
 
 
 def _user_location(exc: BaseException) -> str:

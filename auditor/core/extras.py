@@ -9,8 +9,10 @@ in one reader place and a record says what its fields are. (Whether a row fails 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import Any
 
 
@@ -60,15 +62,92 @@ class Fingerprint:
         return (("attribute-map", self.attribute_map), ("tp-plan", self.tp_plan), ("pp-plan", self.pp_plan))
 
 
+class BreakOwner(str, Enum):
+    """Whose code a graph break is in: who has to change a line for the break to go."""
+
+    MODEL = "model"  # the model's own files: transformers/models/<x>/, remote code, a plugin's module
+    TRANSFORMERS = "transformers"  # a module transformers' models share: masking_utils, integrations/...
+    TORCH = "torch"
+    AUDITOR = "auditor"  # the auditor's own code (its decorator, its attention): a bug of ours
+
+    def __str__(self) -> str:
+        return self.value
+
+    @classmethod
+    def of(cls, file: str) -> BreakOwner | None:
+        """The owner of `file` as a break record spells it (auditor.checks.compile_breaks writes
+        the packages it knows as `torch/...`, `transformers/...`, `auditor/...`; any other path
+        after `site-packages/`); None for no file. A file of no package named here is the model's:
+        a plugin's module, or what a model's own code chose to call."""
+        if not file:
+            return None
+        if file.startswith("transformers_modules/") or "/transformers_modules/" in file:
+            return cls.MODEL  # remote code, wherever its cache is
+        head, _, rest = file.partition("/")
+        if head == "transformers":
+            parts = rest.split("/")
+            own = len(parts) >= 3 and parts[0] == "models" and parts[1] != "auto"  # auto/ serves every model
+            return cls.MODEL if own else cls.TRANSFORMERS
+        return {"torch": cls.TORCH, "auditor": cls.AUDITOR}.get(head, cls.MODEL)
+
+
+_LOCATION = re.compile(r"^(?P<file>.*):(?P<line>\d+) in (?P<function>.*)$")
+
+
 @dataclass(frozen=True)
 class GraphBreak:
-    """Where and why `torch.compile(fullgraph=True)` broke the graph (a `graph-break` row of the
-    compile check): the first lines of dynamo's reason, and the user frame it points at."""
+    """One graph break of a compiled component (a `graph-break` row of the compile check): the
+    first lines of dynamo's reason, and the user frame it points at, with the owner of that
+    frame's file (derived from `file` unless given). A row keeps every break under `breaks` (a
+    list of `as_extras()` dicts) and, as older rows did, the first one fullgraph met under
+    `break_reason` and `break_location`."""
 
     reason: str
-    location: str = ""
+    file: str = ""
+    line: int | None = None
+    function: str = ""
+    owner: BreakOwner | None = None
+
+    def __post_init__(self) -> None:
+        if self.owner is None:
+            object.__setattr__(self, "owner", BreakOwner.of(self.file))
+
+    @property
+    def location(self) -> str:
+        """`file:line in function`, as `break_location` spells it; "" where the break has no frame."""
+        return f"{self.file}:{self.line} in {self.function}" if self.file else ""
+
+    def as_extras(self) -> dict[str, Any]:
+        return {"reason": self.reason, "file": self.file, "line": self.line, "function": self.function,
+                "owner": self.owner.value if self.owner else None}
 
     @classmethod
     def from_extras(cls, extras: Mapping[str, Any]) -> GraphBreak | None:
+        """The first break, as fullgraph met it (`break_reason`, `break_location`); None for a row
+        without one."""
         reason = extras.get("break_reason")
-        return cls(reason, extras.get("break_location") or "") if reason else None
+        if not reason:
+            return None
+        found = _LOCATION.match(extras.get("break_location") or "")
+        if not found:
+            return cls(reason)
+        return cls(reason, found["file"], int(found["line"]), found["function"])
+
+
+def breaks_of(extras: Mapping[str, Any]) -> tuple[GraphBreak, ...]:
+    """Every graph break a row lists (`breaks`), in the order dynamo met them; a row of an older
+    auditor, which kept only the first, gives that one; a row without a break gives none."""
+    listed = extras.get("breaks")
+    if listed:
+        return tuple(GraphBreak(b.get("reason") or "", b.get("file") or "", b.get("line"), b.get("function") or "",
+                                _owner(b.get("owner"))) for b in listed)
+    first = GraphBreak.from_extras(extras)
+    return (first,) if first else ()
+
+
+def _owner(value: str | None) -> BreakOwner | None:
+    """A stored owner; one this auditor does not know (a later one's) is derived again from the file."""
+    try:
+        return BreakOwner(value) if value else None
+    except ValueError:
+        return None

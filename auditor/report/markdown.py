@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 from auditor.core.outcome import Outcome
 from auditor.core.results import Run
+from auditor.report.breaks import break_groups
 from auditor.report.environments import differences, sentence
 from auditor.report.matrix import Matrix, build_matrix, column_order, environment_infos
 from auditor.report.statuses import rank
@@ -31,6 +32,7 @@ NAMES = 3  # model types named in a table cell, when no more than this many have
 CELL_STATUSES = 6  # statuses spelled out in a table cell; the rest are summed
 NAME_WIDTH = 60  # characters of one name or signature in the text
 LIST_NAMES = 40  # model types listed per column and status in the details
+BREAK_ROWS = 10  # lines of the graph-break table (report.html has more)
 
 
 @dataclass(frozen=True)
@@ -46,7 +48,7 @@ def render_summary(runs: Sequence[Run], *, limit: int = LIMIT) -> str:
     probes = {col.column: _split(col.column, policies) for col in matrix.columns}
     cells = _cell_texts(matrix)
     head = "\n".join([*_heading(runs, matrix), "", *_policy_table(matrix, probes, policies, cells), "",
-                      *_other_table(matrix, probes, cells)]).rstrip() + "\n"
+                      *_other_table(matrix, probes, cells), *_break_table(matrix)]).rstrip() + "\n"
     if len(head) > limit:  # only a run with absurdly many columns: keep what fits
         return _cut(head, limit)
     budget = limit - len(head)
@@ -117,6 +119,28 @@ def _other_table(matrix: Matrix, probes: dict[str, _Probe], cells: dict) -> list
     for name in names:
         texts = [cells.get(index.get((env, name)), "-") for env in environments]
         lines.append(f"| {_esc(name)} | " + " | ".join(texts) + " |")
+    return lines
+
+
+def _break_table(matrix: Matrix) -> list[str]:
+    """The lines graph breaks happen at, most model types first: one fix at a line unblocks
+    every type of its row (auditor.report.breaks)."""
+    groups = break_groups(matrix)
+    if not groups:
+        return []
+    lines = ["", f"**Graph breaks by line**: {len(groups)} line{'s' if len(groups) != 1 else ''}, "
+                 "most model types first; a fix at one line unblocks every type of its row", "",
+             "| types | break at | owner | reason | model types |", "|---|---|---|---|---|"]
+    for g in groups[:BREAK_ROWS]:
+        where = f"{g.where} in {g.function}" if g.function else g.where
+        if len(where) > 2 * NAME_WIDTH:  # a long path keeps its end: the file, line and function
+            where = "…" + where[-2 * NAME_WIDTH + 1:]
+        types = ", ".join(_esc(t) for t in g.model_types[:NAMES]) + (f" and {g.count - NAMES} more" if g.count > NAMES else "")
+        lines.append(f"| {g.count} | {_esc(where, 2 * NAME_WIDTH)} | {_esc(g.owner or '-')} | "
+                     f"{_esc(g.reason, 2 * NAME_WIDTH)} | {types} |")
+    if len(groups) > BREAK_ROWS:
+        lines += ["", f"... and {len(groups) - BREAK_ROWS} more lines: report.html shows more, and each "
+                      "graph-break row of results.jsonl lists its breaks (`extras.breaks`)."]
     return lines
 
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from auditor.core.outcome import Outcome
 from auditor.core.results import Run, RunInfo
 from auditor.report import templating
+from auditor.report.breaks import break_groups
 from auditor.report.charts import horizontal_bars
 from auditor.report.environments import differences, group_labels, sentence, side_by_side
 from auditor.report.matrix import build_matrix, run_name
@@ -25,6 +26,7 @@ from auditor.report.summary import (
 )
 
 FAILURES_SHOWN = 30
+BREAKS_SHOWN = 30  # lines that graph breaks happen at, most model types first
 RANGES_SHOWN = 500  # pass-range rows in the page; minmax.csv (auditor versions) has them all
 
 
@@ -49,6 +51,7 @@ def render_report(runs: Sequence[Run], title: str = "Model sweep report") -> str
     # The table of failures lists findings only; skipped and expected cells are counted apart.
     all_failures = failure_groups(matrix, limit=None, outcomes=frozenset({Outcome.FINDING}))
     messages = _message_ids(cells)
+    breaks = break_groups(matrix)
     columns = matrix.columns
     context = dict(
         title=title,
@@ -74,6 +77,8 @@ def render_report(runs: Sequence[Run], title: str = "Model sweep report") -> str
         failures=all_failures[:FAILURES_SHOWN],
         more_failures=max(0, len(all_failures) - FAILURES_SHOWN),
         apart=counted_apart(matrix),
+        graph_breaks=breaks[:BREAKS_SHOWN],
+        more_breaks=max(0, len(breaks) - BREAKS_SHOWN),
         message_ids=messages,
         column_index={c.key: i for i, c in enumerate(columns)},
         group_of={c.key: gi for gi, g in enumerate(matrix.groups) for c in g.columns},

@@ -7,6 +7,8 @@ says how it behaves under the compile decorator:
 
 * auditor_compile_ok: one graph for every length;
 * auditor_compile_break: calls `torch._dynamo.graph_break()`, so fullgraph fails;
+* auditor_compile_break_twice: breaks at auditor_compile_break's line, then again in a helper module
+  (plugin_helpers.py), so that breaks are listed across files and grouped across types;
 * auditor_compile_counter: counts its calls in a Python attribute, so dynamo guards on the count
   and the second length needs another graph;
 * auditor_compile_specialize: branches on the sequence length, specializing the dim marked dynamic;
@@ -17,6 +19,10 @@ says how it behaves under the compile decorator:
 * auditor_compile_eager_error: its forward fails with or without compiling;
 * auditor_compile_no_ids: its forward takes no token ids, so there is nothing to feed.
 """
+
+import importlib.util
+import sys
+from pathlib import Path
 
 import torch
 from torch import nn
@@ -57,6 +63,11 @@ class _Break(AuditorCompileModel):
         return hidden
 
 
+class _BreakTwice(_Break):
+    def finish(self, hidden):
+        return _helpers.break_again(super().finish(hidden))
+
+
 class _Counter(AuditorCompileModel):
     def finish(self, hidden):
         self.calls = getattr(self, "calls", 0) + 1
@@ -94,6 +105,21 @@ class _NoIds(AuditorCompileModel):
         return (self.layers[0](pixel_values),)
 
 
+def _load_helpers():
+    """plugin_helpers.py, by its path: a plugin file is loaded by path, with no package around it.
+    It goes into sys.modules, as a plugin does: dynamo runs the functions of a module it cannot
+    find there eagerly, without a word, so a break in them would never be seen."""
+    name = "auditor_compile_plugin_helpers"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name("plugin_helpers.py"))
+        module = sys.modules[name] = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    return sys.modules[name]
+
+
+_helpers = _load_helpers()
+
+
 def _register(model_type: str, model_cls: type) -> None:
     title = "".join(part.title() for part in model_type.split("_"))
     config_cls = type(f"{title}Config", (AuditorCompileConfig,), {"model_type": model_type})
@@ -104,6 +130,7 @@ def _register(model_type: str, model_cls: type) -> None:
 
 AutoConfig.register("auditor_compile_ok", AuditorCompileConfig)
 AutoModel.register(AuditorCompileConfig, AuditorCompileModel)
-for _name, _cls in {"break": _Break, "counter": _Counter, "specialize": _Specialize, "crash": _Crash,
+for _name, _cls in {"break": _Break, "break_twice": _BreakTwice, "counter": _Counter, "specialize": _Specialize,
+                    "crash": _Crash,
                     "mismatch": _Mismatch, "eager_error": _EagerError, "no_ids": _NoIds}.items():
     _register(f"auditor_compile_{_name}", _cls)
