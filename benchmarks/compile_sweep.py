@@ -1,13 +1,20 @@
 """The figures of the compile check for BENCHMARKS.md: the tiny-build rate and the compile sweep time.
 
 Run: python benchmarks/compile_sweep.py [--jobs 2] [--backend aot_eager] [--device cpu]
-        [--out DIR] [--models all|a,b,c] [--skip-tiny] [--skip-compile] [--from DIR]
+        [--semantics vllm-ungated|vllm|plain] [--naive] [--out DIR] [--models all|a,b,c]
+        [--skip-tiny] [--skip-compile] [--from DIR]
 
 1. Tiny: `auditor sweep --checks build,tiny` over every model type; of the types that build on
    the meta device, the share whose tiny config builds on the CPU, the median and largest tiny
    parameter counts, and every failure with its reason.
 2. Compile: `auditor sweep --checks compile` over every model type (those that do not build tiny
    end in one quick `skipped` row), timed; the count per status and the slowest ten types.
+   `--semantics`: vllm-ungated (the default: vLLM's way, three lengths, every type compiled even
+   where vLLM's gates stop it: the most work the check can do), vllm (the sweep's default: the
+   types vLLM stops are not compiled) or plain (two lengths, guards kept).
+3. With --naive, the naive reference next to it (benchmarks/compile_naive.py: the same tiny
+   models compiled the vLLM way in one process, no isolation, no rows), timed the same way, and
+   the ratio of the two wall times.
 
 The runs are kept under --out (default reports/bench-compile) as DIR/tiny and DIR/compile; `--from
 DIR` only summarizes runs made before (DIR/tiny and DIR/compile, or DIR itself when it is one
@@ -129,6 +136,37 @@ def compile_section(out: Path) -> list[str]:
     return lines
 
 
+def run_naive(out: Path, args: argparse.Namespace) -> dict:
+    """The naive single-process loop (benchmarks/compile_naive.py), timed as run_sweep times a sweep."""
+    out.mkdir(parents=True, exist_ok=True)
+    command = [sys.executable, str(ROOT / "benchmarks" / "compile_naive.py"), "--backend", args.backend,
+               "--models", args.models]
+    env = dict(os.environ, HF_HUB_OFFLINE="1", PYTHONPATH=str(ROOT))
+    load_before = os.getloadavg()
+    proc = subprocess.run(command, env=env, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise SystemExit(f"the naive loop failed ({proc.returncode}):\n{proc.stderr[-2000:]}")
+    timing = {**json.loads(proc.stdout.strip().splitlines()[-1]), "load_before": [round(x, 2) for x in load_before],
+              "load_after": [round(x, 2) for x in os.getloadavg()]}
+    (out / "timing.json").write_text(json.dumps(timing, indent=2))
+    return timing
+
+
+def naive_section(out: Path, sweep: Path) -> list[str]:
+    naive, timing = timing_of(out), timing_of(sweep)
+    lines = [f"- naive single-process loop (benchmarks/compile_naive.py): **{naive['wall_s']} s** for "
+             f"{naive['types']} types ({naive['compiled']} compiled, {naive['failed']} failed, "
+             f"{naive['timed_out']} timed out), load average {naive['load_before']} before, "
+             f"{naive['load_after']} after"]
+    if timing.get("wall_s"):
+        lines.append(f"- the sweep over the naive loop: **{timing['wall_s'] / naive['wall_s']:.2f}x** wall time")
+    return lines
+
+
+_SEMANTICS = {"vllm-ungated": ["--compile-semantics", "vllm", "--compile-ungated"],
+              "vllm": ["--compile-semantics", "vllm"], "plain": ["--compile-semantics", "plain"]}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--jobs", type=int, default=2)
@@ -136,6 +174,8 @@ def main() -> None:
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--models", default="all")
     parser.add_argument("--out", type=Path, default=ROOT / "reports" / "bench-compile")
+    parser.add_argument("--semantics", choices=tuple(_SEMANTICS), default="vllm-ungated")
+    parser.add_argument("--naive", action="store_true", help="also time the naive single-process loop")
     parser.add_argument("--skip-tiny", action="store_true")
     parser.add_argument("--skip-compile", action="store_true")
     parser.add_argument("--from", dest="source", type=Path, help="summarize the runs already in this directory")
@@ -148,7 +188,10 @@ def main() -> None:
         if not args.skip_tiny:
             run_sweep(out / "tiny", "build,tiny", args, ["--device", "cpu"])
         if not args.skip_compile:
-            run_sweep(out / "compile", "compile", args, ["--device", args.device, "--backend", args.backend])
+            run_sweep(out / "compile", "compile", args, ["--device", args.device, "--backend", args.backend,
+                                                         *_SEMANTICS[args.semantics]])
+        if args.naive:
+            run_naive(out / "naive", args)
     print(f"Machine: {platform.platform()}, {os.cpu_count()} cores; `--jobs {args.jobs}`.\n")
     if (out / "tiny" / "results.jsonl").exists():
         print("Tiny configs:\n")
@@ -156,6 +199,9 @@ def main() -> None:
     if (out / "compile" / "results.jsonl").exists():
         print("Compile sweep:\n")
         print("\n".join(compile_section(out / "compile")))
+    if (out / "naive" / "timing.json").exists():
+        print("\nNaive reference:\n")
+        print("\n".join(naive_section(out / "naive", out / "compile")))
 
 
 if __name__ == "__main__":
