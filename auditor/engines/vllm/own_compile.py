@@ -1,0 +1,176 @@
+"""vLLM's own compile path, as the reference the compile check's emulation is held against.
+
+`own_compiler(backend)` gives an `OwnCompiler`: a `Decorator` that applies vLLM's real
+`support_torch_compile` (vllm/compilation/decorators.py) so that the decorated class builds under
+a current VllmConfig in `CompilationMode.DYNAMO_TRACE_ONCE` with `backend` (what vLLM itself
+picks on a CPU), and the context manager that must be current while the compiled model is called.
+The decorator's wrapper is vLLM's `TorchCompileWithNoGuardsWrapper` (vllm/compilation/wrapper.py):
+`torch.compile(forward, fullgraph=True, dynamic=False, options={"guard_filter_fn": skip every
+guard})`, the dims of `dynamic_arg_dims` marked at the first compiled call, and every later call
+dispatched straight to the code compiled then (the bytecode hook), whatever its length.
+
+How a trial drives it (what the compile check does):
+
+    compiler = own_compiler("aot_eager")
+    with decorated(component.cls, compiler.decorator, component.dynamic_arg_dims):
+        model = build_tiny(config)                  # builds under the compile config
+        set do_not_compile = True on the instances  # eager runs: vLLM's __call__ calls forward
+        ... eager runs ...
+        set do_not_compile = False; torch._dynamo.reset()
+        with compiler.context():
+            ... compiled runs ...                   # the first compiles, the others reuse it
+
+vLLM's `__call__` reads `do_not_compile` first, so the eager runs neither trace nor compile, and
+the first compiled call still compiles (vLLM's own `compiled` flag is set only there). Nothing of
+vLLM's needs resetting between them: the wrapper clears dynamo's cache of `forward`'s code before
+its first compile, and `torch._dynamo.reset()` leaves the bytecode hook in place.
+
+Two of vLLM's defaults are changed, both for the audit's sake, neither changing what is traced:
+vLLM's AOT compile (`VLLM_USE_AOT_COMPILE`, on by default with torch >= 2.10) keeps its artifact in
+`~/.cache/vllm` under a key without the model's config, so a second tiny config of one class would
+load the first one's graph; the context turns it off (`aot=False`, the bytecode hook path, as
+torch < 2.10) or keeps it with the disk cache off and its directory temporary (`aot=True`).
+The bytecode hook vLLM registers per instance holds the instance for the life of the process
+(vLLM removes it at shutdown); the context removes those of the instances that have compiled.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import os
+import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from typing import Any
+
+from auditor.decorators.interface import Decorator, DynamicArgDims
+from auditor.engines.vllm import decorator as adapter
+
+# A failure raised here is the decorator's verdict, as in the adapter (auditor.core.status.auditor_bug_at).
+AUDITED = True
+
+_NAMES = itertools.count()
+
+
+@dataclass(frozen=True)
+class OwnCompiler:
+    """vLLM's decorator in compile mode, and the context its compiled calls need."""
+
+    decorator: Decorator
+    context: Callable[[], AbstractContextManager]
+
+
+def own_compiler(backend: str | Callable[..., Any], aot: bool = False) -> OwnCompiler:
+    """vLLM's own compile path with torch backend `backend`: a name torch knows ("eager",
+    "aot_eager", "inductor") or a compiler function (the compile check's graph counter), which
+    is registered with torch under a name of its own since vLLM's config holds a string.
+    `aot`: vLLM's AOT compile instead of the bytecode hook (see the module's docstring)."""
+    session = _Session(backend, aot)
+    return OwnCompiler(OwnCompileDecorator(session), session.context)
+
+
+class OwnCompileDecorator(Decorator):
+    """vLLM's `support_torch_compile`, building under the session's compile config."""
+
+    name = "vllm"
+
+    def __init__(self, session: _Session) -> None:
+        self.session = session
+
+    def apply(self, cls: type, dynamic_arg_dims: DynamicArgDims | None) -> type:
+        return adapter.building_under(self.session.building, dynamic_arg_dims=dynamic_arg_dims)(cls)
+
+    def source_files(self) -> frozenset[str]:
+        files = set(adapter.support_torch_compile.audit_source_files())
+        files.add(os.path.abspath(__file__))
+        with contextlib.suppress(ImportError):
+            from vllm.compilation import wrapper  # its __init__ runs in the build: compile config, hook
+
+            files.add(os.path.abspath(wrapper.__file__))
+        return frozenset(files)
+
+
+class _Session:
+    """One compiler's state: its backend's name, its config, the instances built under it."""
+
+    def __init__(self, backend: str | Callable[..., Any], aot: bool) -> None:
+        self.backend = backend
+        self.aot = aot
+        self._config: Any = None
+        self._built: list[Any] = []
+
+    def config(self) -> Any:
+        if self._config is None:
+            self._config = _compile_config(_backend_name(self.backend))
+        return self._config
+
+    @contextlib.contextmanager
+    def building(self, instance: Any) -> Iterator[None]:
+        """Current while `instance` builds: vLLM's wrapper `__init__` reads the config and the
+        environment there (it makes the compiled callable and registers the bytecode hook)."""
+        with self._current():
+            yield
+        self._built.append(instance)
+
+    @contextlib.contextmanager
+    def context(self) -> Iterator[None]:
+        """Current while the compiled model is called; on leaving it, the bytecode hooks of the
+        instances that have compiled are removed (each has its code by then)."""
+        try:
+            with self._current():
+                yield
+        finally:
+            for instance in [m for m in self._built if getattr(m, "compiled", False)]:
+                instance.cleanup()
+                self._built.remove(instance)
+
+    @contextlib.contextmanager
+    def _current(self) -> Iterator[None]:
+        from vllm.config import set_current_vllm_config
+
+        with _environment(self.aot), set_current_vllm_config(self.config()):
+            yield
+
+
+@contextlib.contextmanager
+def _environment(aot: bool) -> Iterator[None]:
+    """vLLM's environment for the audit: its AOT compile on or off, never its disk cache. vLLM
+    reads these lazily (vllm/envs.py), and sets TORCHINDUCTOR_CACHE_DIR itself under AOT."""
+    names = ("VLLM_USE_AOT_COMPILE", "VLLM_DISABLE_COMPILE_CACHE", "VLLM_CACHE_ROOT", "TORCHINDUCTOR_CACHE_DIR")
+    saved = {name: os.environ.get(name) for name in names}
+    with tempfile.TemporaryDirectory(prefix="auditor-vllm-cache-") as root:
+        os.environ.update(VLLM_USE_AOT_COMPILE="1" if aot else "0", VLLM_DISABLE_COMPILE_CACHE="1",
+                          VLLM_CACHE_ROOT=root)
+        try:
+            yield
+        finally:
+            for name, value in saved.items():
+                if value is None:
+                    os.environ.pop(name, None)
+                else:
+                    os.environ[name] = value
+
+
+def _backend_name(backend: str | Callable[..., Any]) -> str:
+    if isinstance(backend, str):
+        return backend
+    from torch._dynamo import register_backend
+
+    name = f"auditor_vllm_own_{next(_NAMES)}"
+    register_backend(backend, name=name)
+    return name
+
+
+def _compile_config(backend: str) -> Any:
+    """A VllmConfig in DYNAMO_TRACE_ONCE with `backend`; RuntimeError when this machine cannot
+    make one (vLLM cannot infer a device: set VLLM_TARGET_DEVICE=cpu)."""
+    from vllm.config import CompilationConfig, CompilationMode
+
+    config = adapter.least_config(lambda: CompilationConfig(mode=CompilationMode.DYNAMO_TRACE_ONCE,
+                                                            backend=backend))
+    if config is None or config.compilation_config.backend != backend:
+        raise RuntimeError(f"vLLM makes no config that compiles with DYNAMO_TRACE_ONCE and backend "
+                           f"{backend!r} on this machine (set VLLM_TARGET_DEVICE=cpu on a CPU)")
+    return config
