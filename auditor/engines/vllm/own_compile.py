@@ -30,8 +30,9 @@ vLLM's AOT compile (`VLLM_USE_AOT_COMPILE`, on by default with torch >= 2.10) ke
 `~/.cache/vllm` under a key without the model's config, so a second tiny config of one class would
 load the first one's graph; the context turns it off (`aot=False`, the bytecode hook path, as
 torch < 2.10) or keeps it with the disk cache off and its directory temporary (`aot=True`).
-The bytecode hook vLLM registers per instance holds the instance for the life of the process
-(vLLM removes it at shutdown); the context removes those of the instances that have compiled.
+And the bytecode hook vLLM registers per instance, which holds the instance for the life of the
+process and fails every later dynamo compile once the class is restored, is replaced by one that
+holds it weakly (`_hold_weakly`).
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ import contextlib
 import itertools
 import os
 import tempfile
+import weakref
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
@@ -93,13 +95,12 @@ class OwnCompileDecorator(Decorator):
 
 
 class _Session:
-    """One compiler's state: its backend's name, its config, the instances built under it."""
+    """One compiler's state: its backend's name and its config, made at the first build."""
 
     def __init__(self, backend: str | Callable[..., Any], aot: bool) -> None:
         self.backend = backend
         self.aot = aot
         self._config: Any = None
-        self._built: list[Any] = []
 
     def config(self) -> Any:
         if self._config is None:
@@ -110,28 +111,58 @@ class _Session:
     def building(self, instance: Any) -> Iterator[None]:
         """Current while `instance` builds: vLLM's wrapper `__init__` reads the config and the
         environment there (it makes the compiled callable and registers the bytecode hook)."""
-        with self._current():
+        _drop_stale_hooks()
+        with self.context():
             yield
-        self._built.append(instance)
+        _hold_weakly(instance)
 
     @contextlib.contextmanager
     def context(self) -> Iterator[None]:
-        """Current while the compiled model is called; on leaving it, the bytecode hooks of the
-        instances that have compiled are removed (each has its code by then)."""
-        try:
-            with self._current():
-                yield
-        finally:
-            for instance in [m for m in self._built if getattr(m, "compiled", False)]:
-                instance.cleanup()
-                self._built.remove(instance)
-
-    @contextlib.contextmanager
-    def _current(self) -> Iterator[None]:
+        """Current while the compiled model is called (and while it builds)."""
         from vllm.config import set_current_vllm_config
 
         with _environment(self.aot), set_current_vllm_config(self.config()):
             yield
+
+
+# (weak reference to an instance, its hook's handle): the hooks _hold_weakly put in vLLM's place.
+_HOOKS: list[tuple[weakref.ref, Any]] = []
+
+
+def _hold_weakly(instance: Any) -> None:
+    """Put a bytecode hook that holds `instance` weakly in place of the one vLLM's wrapper
+    registered, which holds it for the life of the process: after the trial the class is
+    restored without vLLM's base, and vLLM's hook would then fail every later dynamo compile of
+    the process (`AttributeError: ... no attribute 'original_code_object'`). While the instance
+    lives and its class is decorated, the hook is vLLM's own `bytecode_hook`; after, it does
+    nothing, and the next build removes it (a hook cannot remove itself: dynamo is iterating them)."""
+    from torch._dynamo.convert_frame import register_bytecode_hook
+    from vllm.compilation.wrapper import TorchCompileWithNoGuardsWrapper
+
+    if getattr(instance, "_bytecode_hook_handle", None) is None:
+        return  # vLLM did not compile it (do_not_compile), or registered no hook
+    instance.cleanup()  # vLLM's own removal of its hook
+    ref = weakref.ref(instance)
+
+    def bytecode_hook(old_code, new_code):
+        target = ref()
+        if isinstance(target, TorchCompileWithNoGuardsWrapper):
+            return target.bytecode_hook(old_code, new_code)
+        return None
+
+    instance._bytecode_hook_handle = register_bytecode_hook(bytecode_hook)  # so vLLM's cleanup removes ours
+    _HOOKS.append((ref, instance._bytecode_hook_handle))
+
+
+def _drop_stale_hooks() -> None:
+    """Remove the hooks of instances that are gone or whose class is no longer decorated."""
+    from vllm.compilation.wrapper import TorchCompileWithNoGuardsWrapper
+
+    for entry in list(_HOOKS):
+        ref, handle = entry
+        if not isinstance(ref(), TorchCompileWithNoGuardsWrapper):
+            handle.remove()
+            _HOOKS.remove(entry)
 
 
 @contextlib.contextmanager
