@@ -1,7 +1,7 @@
 """vLLM's own compile path on tiny models: the reference the compile check's emulation is held against.
 
     VLLM_TARGET_DEVICE=cpu HF_HUB_OFFLINE=1 PYTHONPATH=. python scripts/vllm_compile_probe.py \
-        llama gpt2 ... [--lengths 7,13,29] [--backend aot_eager] [--aot] [--plugin FILE] [--json]
+        llama gpt2 ... [--lengths 7,13,29] [--backend aot_eager] [--plugin FILE] [--json]
 
 Run in a venv with vLLM. Each model type's default config is shrunk and built tiny (the compile
 check's tiny model), its decoder class decorated with vLLM's real `support_torch_compile` building
@@ -45,7 +45,7 @@ class Probe:
         return f"{self.model_type}: {steps}  graphs={self.graphs}"
 
 
-def probe(model_type: str, lengths: tuple[int, ...], backend: str, aot: bool) -> Probe:
+def probe(model_type: str, lengths: tuple[int, ...], backend: str) -> Probe:
     from auditor.checks.compile_trial import CountingBackend
     from auditor.decorators import DecorateError, decorated
     from auditor.engines.vllm.own_compile import own_compiler
@@ -59,7 +59,7 @@ def probe(model_type: str, lengths: tuple[int, ...], backend: str, aot: bool) ->
         return Probe(model_type, stopped=f"build: {_brief(exc)}")
     decoder = find_components(tiny.model).items[0]
     counter = CountingBackend(backend)
-    compiler = own_compiler(counter, aot=aot)
+    compiler = own_compiler(counter)
     try:
         with decorated(decoder.cls, compiler.decorator, decoder.dynamic_arg_dims):
             try:
@@ -143,7 +143,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("model_types", nargs="+")
     parser.add_argument("--lengths", default="7,13,29", help="decoder lengths, the first compiles (default 7,13,29)")
     parser.add_argument("--backend", default="aot_eager", help="torch backend vLLM's config names (default aot_eager)")
-    parser.add_argument("--aot", action="store_true", help="vLLM's AOT compile instead of its bytecode hook")
     parser.add_argument("--plugin", action="append", default=[], help="a file that registers model types")
     parser.add_argument("--json", action="store_true", help="one JSON object a type")
     args = parser.parse_args(argv)
@@ -152,7 +151,7 @@ def main(argv: list[str] | None = None) -> int:
     lengths = tuple(int(n) for n in args.lengths.split(","))
     for model_type in args.model_types:
         try:
-            result = probe(model_type, lengths, args.backend, args.aot)
+            result = probe(model_type, lengths, args.backend)
         except Exception as exc:  # the probe's own failure on this type: say so, go on with the next
             result = Probe(model_type, stopped=f"probe failed: {_brief(exc)}")
         print(json.dumps(asdict(result)) if args.json else result.line(), flush=True)

@@ -25,14 +25,17 @@ the first compiled call still compiles (vLLM's own `compiled` flag is set only t
 vLLM's needs resetting between them: the wrapper clears dynamo's cache of `forward`'s code before
 its first compile, and `torch._dynamo.reset()` leaves the bytecode hook in place.
 
-Two of vLLM's defaults are changed, both for the audit's sake, neither changing what is traced:
-vLLM's AOT compile (`VLLM_USE_AOT_COMPILE`, on by default with torch >= 2.10) keeps its artifact in
-`~/.cache/vllm` under a key without the model's config, so a second tiny config of one class would
-load the first one's graph; the context turns it off (`aot=False`, the bytecode hook path, as
-torch < 2.10) or keeps it with the disk cache off and its directory temporary (`aot=True`).
-And the bytecode hook vLLM registers per instance, which holds the instance for the life of the
-process and fails every later dynamo compile once the class is restored, is replaced by one that
-holds it weakly (`_hold_weakly`).
+The decorator is applied as vLLM's Transformers backend applies it to the decoder
+(transformers/base.py, `_decorate_cls_for_torch_compile`): with `use_aot_compile=False`, so vLLM's
+AOT compile and its disk cache (~/.cache/vllm) are never used, whatever VLLM_USE_AOT_COMPILE says.
+Its `enable_if` (`can_enable_torch_compile`, which reads the served model's config) is not passed:
+the compile check meets it as a gate first. `is_encoder` only names caches and logs with a
+backend of torch's own, so it is left out too.
+
+One thing is changed from vLLM, for the audit's sake, without changing what is traced or run:
+the bytecode hook vLLM registers per instance holds the instance for the life of the process and,
+once the trial has restored the class, fails every later dynamo compile of the process; it is
+replaced by one that holds the instance weakly (`_hold_weakly`).
 """
 
 from __future__ import annotations
@@ -40,7 +43,6 @@ from __future__ import annotations
 import contextlib
 import itertools
 import os
-import tempfile
 import weakref
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
@@ -61,15 +63,14 @@ class OwnCompiler:
     """vLLM's decorator in compile mode, and the context its compiled calls need."""
 
     decorator: Decorator
-    context: Callable[[], AbstractContextManager]
+    context: Callable[[], AbstractContextManager]  # a fresh one per `with`; vLLM's current config
 
 
-def own_compiler(backend: str | Callable[..., Any], aot: bool = False) -> OwnCompiler:
+def own_compiler(backend: str | Callable[..., Any]) -> OwnCompiler:
     """vLLM's own compile path with torch backend `backend`: a name torch knows ("eager",
     "aot_eager", "inductor") or a compiler function (the compile check's graph counter), which
-    is registered with torch under a name of its own since vLLM's config holds a string.
-    `aot`: vLLM's AOT compile instead of the bytecode hook (see the module's docstring)."""
-    session = _Session(backend, aot)
+    is registered with torch under a name of its own since vLLM's config holds a string."""
+    session = _Session(backend)
     return OwnCompiler(OwnCompileDecorator(session), session.context)
 
 
@@ -82,7 +83,8 @@ class OwnCompileDecorator(Decorator):
         self.session = session
 
     def apply(self, cls: type, dynamic_arg_dims: DynamicArgDims | None) -> type:
-        return adapter.building_under(self.session.building, dynamic_arg_dims=dynamic_arg_dims)(cls)
+        return adapter.building_under(self.session.building, dynamic_arg_dims=dynamic_arg_dims,
+                                      use_aot_compile=False)(cls)
 
     def source_files(self) -> frozenset[str]:
         files = set(adapter.support_torch_compile.audit_source_files())
@@ -97,9 +99,8 @@ class OwnCompileDecorator(Decorator):
 class _Session:
     """One compiler's state: its backend's name and its config, made at the first build."""
 
-    def __init__(self, backend: str | Callable[..., Any], aot: bool) -> None:
+    def __init__(self, backend: str | Callable[..., Any]) -> None:
         self.backend = backend
-        self.aot = aot
         self._config: Any = None
 
     def config(self) -> Any:
@@ -109,8 +110,8 @@ class _Session:
 
     @contextlib.contextmanager
     def building(self, instance: Any) -> Iterator[None]:
-        """Current while `instance` builds: vLLM's wrapper `__init__` reads the config and the
-        environment there (it makes the compiled callable and registers the bytecode hook)."""
+        """Current while `instance` builds: vLLM's wrapper `__init__` reads the config there (it
+        makes the compiled callable and registers the bytecode hook)."""
         _drop_stale_hooks()
         with self.context():
             yield
@@ -121,7 +122,7 @@ class _Session:
         """Current while the compiled model is called (and while it builds)."""
         from vllm.config import set_current_vllm_config
 
-        with _environment(self.aot), set_current_vllm_config(self.config()):
+        with set_current_vllm_config(self.config()):
             yield
 
 
@@ -163,25 +164,6 @@ def _drop_stale_hooks() -> None:
         if not isinstance(ref(), TorchCompileWithNoGuardsWrapper):
             handle.remove()
             _HOOKS.remove(entry)
-
-
-@contextlib.contextmanager
-def _environment(aot: bool) -> Iterator[None]:
-    """vLLM's environment for the audit: its AOT compile on or off, never its disk cache. vLLM
-    reads these lazily (vllm/envs.py), and sets TORCHINDUCTOR_CACHE_DIR itself under AOT."""
-    names = ("VLLM_USE_AOT_COMPILE", "VLLM_DISABLE_COMPILE_CACHE", "VLLM_CACHE_ROOT", "TORCHINDUCTOR_CACHE_DIR")
-    saved = {name: os.environ.get(name) for name in names}
-    with tempfile.TemporaryDirectory(prefix="auditor-vllm-cache-") as root:
-        os.environ.update(VLLM_USE_AOT_COMPILE="1" if aot else "0", VLLM_DISABLE_COMPILE_CACHE="1",
-                          VLLM_CACHE_ROOT=root)
-        try:
-            yield
-        finally:
-            for name, value in saved.items():
-                if value is None:
-                    os.environ.pop(name, None)
-                else:
-                    os.environ[name] = value
 
 
 def _backend_name(backend: str | Callable[..., Any]) -> str:
