@@ -192,11 +192,12 @@ def upgrade_check(session: nox.Session, side: str) -> None:
 
 @nox.session(python=MAIN_PYTHON, reuse_venv=True)
 def vllm(session: nox.Session) -> None:
-    """The sweep under vLLM's own decorator next to the legacy copy, and the backend check's gates
-    by vLLM's own functions next to the emulation, into reports/<run-id>/vllm/; then `auditor
-    agree` over every type (fails on any disagreement)."""
+    """The tests of vLLM's own compile path; the sweep under vLLM's own decorator next to the legacy
+    copy, and the backend check's gates by vLLM's own functions next to the emulation, into
+    reports/<run-id>/vllm/; then `auditor agree` over every type (fails on any disagreement)."""
     # vLLM pins its own torch (a CUDA build), so torch is not installed first here.
-    session.install("--upgrade", "-e", ".[vllm]")
+    session.install("--upgrade", "-e", ".[vllm,test]")
+    session.run("python", "-m", "pytest", "-q", "tests/engines/test_vllm_own_compile.py")
     out = REPORTS / _run_id() / "vllm"
     session.run("auditor", "sweep", "--checks", "build,decorate,backend", "--policies", "legacy,vllm",
                 "-o", str(out), "--overwrite", "--label", "vllm", *session.posargs)

@@ -1,6 +1,8 @@
 """The engines' registry and vLLM's declaration: what the backend check and the policy names
 read from it."""
 
+import contextlib
+
 import pytest
 
 from auditor import engines
@@ -44,7 +46,7 @@ def test_a_failure_in_the_decorator_adapter_is_the_decorators_and_one_in_the_bui
         pass
 
     with pytest.raises(KeyError) as adapter:
-        decorator._build_under_config(Plain)  # no __init__ of its own: vLLM's would have put one
+        decorator._build_under(Plain, lambda _: contextlib.nullcontext())  # no __init__ of its own: vLLM's would have put one
     assert auditor_bug_at(adapter.value) == ""
     with pytest.raises(AttributeError) as ours:
         build.needs_own_build(False, object())

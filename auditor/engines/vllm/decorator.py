@@ -15,6 +15,8 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from types import SimpleNamespace
 from typing import Any
 
@@ -43,14 +45,23 @@ def _decorators_module() -> Any:
 
 def support_torch_compile(cls: type | None = None, **options: Any):
     """vLLM's `support_torch_compile(cls=None, **options)`, made buildable outside vLLM."""
+    helper = building_under(lambda _instance: _current_config(), **options)
+    return helper(cls) if cls is not None else helper
+
+
+def building_under(current: Callable[[Any], AbstractContextManager], **options: Any) -> Callable[[type], type]:
+    """vLLM's `support_torch_compile(**options)`, unchanged, as a class decorator whose decorated
+    `__init__` then runs inside `current(instance)` (a fresh context manager per build): the one place
+    that makes vLLM's wrapper `__init__` buildable outside vLLM, with compilation off (this
+    module) or on (own_compile.py)."""
     real = _decorators_module().support_torch_compile(**options)
 
     def helper(cls: type) -> type:
         real(cls)
-        _build_under_config(cls)
+        _build_under(cls, current)
         return cls
 
-    return helper(cls) if cls is not None else helper
+    return helper
 
 
 def _source_files() -> list[str]:
@@ -63,14 +74,14 @@ def _source_files() -> list[str]:
 support_torch_compile.audit_source_files = _source_files
 
 
-def _build_under_config(cls: type) -> None:
+def _build_under(cls: type, current: Callable[[Any], AbstractContextManager]) -> None:
     vllm_init = cls.__dict__["__init__"]
     if getattr(vllm_init, _MARK, False):
         return  # vLLM returned early (already decorated); keep a single wrapper
 
     @functools.wraps(vllm_init)
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        with _current_config():
+        with current(self):
             vllm_init(self, *args, **kwargs)
 
     setattr(__init__, _MARK, True)
@@ -94,18 +105,29 @@ def _disabled_config() -> Any:
     carrying only `compilation_config`, the one thing vLLM's wrapper reads
     when the mode is NONE.
     """
-    from vllm.config import CompilationConfig, CompilationMode, DeviceConfig, VllmConfig
+    from vllm.config import CompilationConfig, CompilationMode
+
+    config = least_config(lambda: CompilationConfig(mode=CompilationMode.NONE))
+    if config is not None:
+        return config
+    return SimpleNamespace(compilation_config=CompilationConfig(mode=CompilationMode.NONE))
+
+
+def least_config(compilation: Callable[[], Any]) -> Any | None:
+    """A VllmConfig whose compilation config is `compilation()` and keeps its mode (vLLM's
+    platform may rewrite it), or None when this machine cannot make one: first with the device vLLM
+    infers, then on the CPU device."""
+    from vllm.config import DeviceConfig, VllmConfig
 
     attempts = (
-        lambda: VllmConfig(compilation_config=CompilationConfig(mode=CompilationMode.NONE)),
-        lambda: VllmConfig(compilation_config=CompilationConfig(mode=CompilationMode.NONE),
-                           device_config=DeviceConfig(device="cpu")),
+        lambda: VllmConfig(compilation_config=compilation()),
+        lambda: VllmConfig(compilation_config=compilation(), device_config=DeviceConfig(device="cpu")),
     )
     for attempt in attempts:
         try:
             config = attempt()
         except Exception:  # any failure here just means: try a smaller config
             continue
-        if config.compilation_config.mode == CompilationMode.NONE:
+        if config.compilation_config.mode == compilation().mode:
             return config
-    return SimpleNamespace(compilation_config=CompilationConfig(mode=CompilationMode.NONE))
+    return None
