@@ -61,53 +61,80 @@ class CompileCheck(Check):
     runs_models = True
 
     def run(self, case: ModelCase, context: CaseContext) -> Iterator[Result]:
-        from auditor.checks.tiny import build_device
-        from auditor.models.tiny import ShrinkError, tiny_model
-
         options = context.options
         semantics = engines.compile_semantics(options.compile_semantics)
         plain = context.plain_failure()
         if plain is not None:
             yield from self.failed_rows(case, options, plain)
             return
-        start = time.perf_counter()
-        if semantics.gated and not options.compile_ungated:
-            stop = engine_stop(engines.get(semantics.name), case, context)
+        tiny = _TinyOnce(case, options)
+        for policy, own in variants(options):
+            start = time.perf_counter()
+            stop = None
+            if semantics.gated and not options.compile_ungated:
+                stop = engine_stop(engines.get(semantics.name), case, context, own)
+            if stop is None and tiny.failure is None:
+                tiny.build(context)
+            if stop is None and tiny.failure is not None:
+                stop = (tiny.failure, {})
             if stop is not None:
-                yield self._row(case, options, stop[0], stop[1], start)
-                return
-        try:
-            tiny = tiny_model(context.config(), build_device(options.device), trust_remote_code=bool(case.remote_code))
-        except ShrinkError as exc:
-            yield self._row(case, options, Failure.because(Status.SKIPPED, f"cannot shrink: {exc}"), {}, start)
-            return
-        except Exception as exc:  # the tiny check's finding; here only what no other size would fix
-            failure = classify(exc)
-            if failure.environmental:
-                yield from self.failed_rows(case, options, failure)
-            else:
-                skip = Failure.because(Status.SKIPPED, f"the tiny model does not build: {failure.message}")
-                yield self._row(case, options, skip, {}, start)
-            return
-        for component in _components(tiny.model, options.compile_encoders):
-            yield _trial(case, self.name, tiny, component, options, semantics)
+                yield self._row(case, options, policy, stop[0], stop[1], start)
+                continue
+            for component in _components(tiny.model.model, options.compile_encoders):
+                yield _trial(case, self.name, tiny.model, component, options, semantics, policy, own)
 
     def failed_rows(self, case: ModelCase, options: Options, failure: Failure) -> list[Result]:
         # Without a model there are no components to find: the decoder stands for them all.
-        return [Result(case.model_type, self.name, failure.status, component="decoder",
-                       policy=options.compile_policy, message=failure.message, signature=failure.signature,
-                       extras={"semantics": options.compile_semantics})]
+        return [self._row(case, options, policy, failure, {}, None) for policy, _ in variants(options)]
 
-    def _row(self, case: ModelCase, options: Options, failure: Failure, extras: dict, start: float) -> Result:
-        return Result(case.model_type, self.name, failure.status, component="decoder", policy=options.compile_policy,
-                      message=failure.message, signature=failure.signature, seconds=time.perf_counter() - start,
+    def _row(self, case: ModelCase, options: Options, policy: str, failure: Failure, extras: dict,
+             start: float | None) -> Result:
+        return Result(case.model_type, self.name, failure.status, component="decoder", policy=policy,
+                      message=failure.message, signature=failure.signature,
+                      seconds=0.0 if start is None else time.perf_counter() - start,
                       extras={"semantics": options.compile_semantics, **extras})
 
 
-def engine_stop(engine: Engine, case: ModelCase, context: CaseContext) -> tuple[Failure, dict] | None:
-    """Why `engine` would never compile this model (its gates, emulated, in its order), with the
-    extras of a compile row that says so; None when the engine gets as far as compiling it."""
-    gates = engine.outcomes(False, case, context, context.config())
+def variants(options: Options) -> tuple[tuple[str, bool], ...]:
+    """(row policy, the engine's own code?) of the compile rows: the project's decorator under
+    --compile-policy, and, where the semantics are an engine's that can compile with its own code
+    and its decorator policy is selected (`--policies ...,vllm`), the engine's own decorator and
+    wrapper, whose rows `auditor agree RUN --policies fixed,vllm` holds the emulation's against."""
+    engine = engines.semantics_engine(options.compile_semantics)
+    own = engine is not None and engine.own_compiler is not None and engine.decorator.policy in options.policies
+    return ((options.compile_policy, False), *(((engine.decorator.policy, True),) if own else ()))
+
+
+class _TinyOnce:
+    """The tiny model, built the first time a variant needs it; or why it cannot be."""
+
+    def __init__(self, case: ModelCase, options: Options) -> None:
+        self.case, self.options = case, options
+        self.model = None
+        self.failure: Failure | None = None
+
+    def build(self, context: CaseContext) -> None:
+        from auditor.checks.tiny import build_device
+        from auditor.models.tiny import ShrinkError, tiny_model
+
+        if self.model is not None:
+            return
+        try:
+            self.model = tiny_model(context.config(), build_device(self.options.device),
+                                    trust_remote_code=bool(self.case.remote_code))
+        except ShrinkError as exc:
+            self.failure = Failure.because(Status.SKIPPED, f"cannot shrink: {exc}")
+        except Exception as exc:  # the tiny check's finding; here only what no other size would fix
+            failure = classify(exc)
+            self.failure = failure if failure.environmental else Failure.because(
+                Status.SKIPPED, f"the tiny model does not build: {failure.message}")
+
+
+def engine_stop(engine: Engine, case: ModelCase, context: CaseContext, own: bool = False) -> tuple[Failure, dict] | None:
+    """Why `engine` would never compile this model (its gates in its order: the emulation's, or
+    with `own` its own functions), with the extras of a compile row that says so; None when the
+    engine gets as far as compiling it."""
+    gates = engine.outcomes(own, case, context, context.config())
     try:
         for gate, outcome in gates:
             if engine.stops_at(gate, outcome):
@@ -129,24 +156,26 @@ def _components(model, encoders: bool):
     return items if encoders else items[:1]
 
 
-def _trial(case: ModelCase, check: str, tiny, component, options: Options, semantics) -> Result:
+def _trial(case: ModelCase, check: str, tiny, component, options: Options, semantics, policy: str,
+           own: bool) -> Result:
     """Build, run and compile one component; every outcome is a row."""
     import torch
 
-    from auditor.checks.compile_trial import CompileOutcome, compile_component
+    from auditor.checks.compile_trial import CompileOutcome, compile_component, engine_compiler
 
     start = time.perf_counter()
     try:
+        compiler = engine_compiler(engines.get(semantics.name), options) if own else None
         outcome = compile_component(tiny.config, component, options, semantics,
-                                    trust_remote_code=bool(case.remote_code))
+                                    trust_remote_code=bool(case.remote_code), compiler=compiler)
     except Exception as exc:  # the harness's own failure still ends as a row
         failure = classify(exc)
         outcome = CompileOutcome(failure.status, failure.message, failure.signature)
     finally:
-        torch._dynamo.reset()
+        torch._dynamo.reset()  # the engine's graph keeps no guards: never let it serve the next variant
     extras: dict[str, Any] = {"semantics": semantics.name, "class": component.cls.__name__,
                               "tiny_parameters": tiny.parameters,
                               "backend": options.backend, "device": options.device, **outcome.extras}
-    return Result(case.model_type, check, outcome.status, component=component.name, policy=options.compile_policy,
+    return Result(case.model_type, check, outcome.status, component=component.name, policy=policy,
                   message=outcome.message or component.cls.__name__, signature=outcome.signature,
                   seconds=time.perf_counter() - start, extras=extras)

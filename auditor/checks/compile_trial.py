@@ -71,6 +71,14 @@ def own_compiler(options, semantics) -> Compiler:
     return Compiler(decorator, lambda: backend.graphs)
 
 
+def engine_compiler(engine, options) -> Compiler:
+    """The engine's own decorator and wrapper (Engine.own_compiler: vLLM's, needs vLLM), compiling
+    on `options.backend`, its graphs counted."""
+    backend = CountingBackend(options.backend)
+    own = engine.own_compiler(backend)
+    return Compiler(own.decorator, lambda: backend.graphs, own.context)
+
+
 def compile_component(config, component, options, semantics, trust_remote_code: bool = False,
                       compiler: Compiler | None = None) -> CompileOutcome:
     """The compile outcome of `component` (auditor.models.components.Component) of `config`'s tiny

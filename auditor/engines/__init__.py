@@ -51,6 +51,11 @@ def compile_semantics(name: str) -> CompileSemantics:
     return get(name).compile
 
 
+def semantics_engine(name: str) -> Engine | None:
+    """The engine whose compile semantics `name` selects; None for `plain`."""
+    return None if name == PLAIN.name else get(name)
+
+
 def semantics_names() -> tuple[str, ...]:
     return (*_FOLDERS, PLAIN.name)
 
@@ -63,4 +68,4 @@ def _register_policies() -> None:
 _register_policies()
 
 __all__ = ["PLAIN", "CompileSemantics", "Engine", "all", "by_policy", "compile_semantics", "get", "names",
-           "semantics_names"]
+           "semantics_engine", "semantics_names"]

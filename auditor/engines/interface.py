@@ -136,6 +136,9 @@ class Engine:
     config_class: Callable[[str], type | None] | None = None
     # How the engine compiles a decorated component; the compile check's default semantics.
     compile: CompileSemantics = PLAIN
+    # The engine's own decorator and wrapper in compile mode (needs the engine): `own_compiler(torch
+    # backend)` -> an object with `decorator` (auditor.decorators.interface.Decorator) and `context()`.
+    own_compiler: Callable[[Any], Any] | None = None
 
     @property
     def installed(self) -> bool:

@@ -161,3 +161,23 @@ def test_the_probe_script_prints_vllms_outcome_per_type_and_length():
     assert "graph_break" in probes["auditor_compile_break"]["steps"][0]["detail"]
     assert probes["auditor_compile_no_ids"]["stopped"].startswith("cannot feed it")
     assert [probes[name]["graphs"] for name in ("auditor_compile_ok", "auditor_compile_specialize")] == [1, 1]
+
+
+def test_the_compile_checks_emulation_agrees_with_vllms_own_compile(tmp_path):
+    """The compile check with `--policies fixed,vllm` writes a `vllm` row per type computed by
+    vLLM's own decorator and wrapper; `auditor agree` holds the emulation's `fixed` rows to them."""
+    from tests.conftest import read_rows, run_auditor
+
+    plugin = str(ROOT / "tests" / "compile" / "plugin_models.py")
+    proc = run_auditor("sweep", "--plugin", plugin, "--models",
+                       "llama,auditor_compile_ok,auditor_compile_specialize,auditor_compile_crash", "--checks",
+                       "compile", "--policies", "fixed,vllm", "--compile-ungated", "--backend", "eager",
+                       "--jobs", "2", "--timeout", "600", "-o", str(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    rows = {(r["model_type"], r["policy"]): r for r in read_rows(tmp_path)[1] if r["check"] == "compile"}
+    assert rows[("auditor_compile_crash", "vllm")]["status"] == "specialized"
+    assert rows[("auditor_compile_crash", "vllm")]["extras"]["failure"] == "crashed"
+    assert rows[("auditor_compile_specialize", "vllm")]["extras"]["failure"] == "differed"
+    assert rows[("llama", "vllm")]["status"] == "compiled"
+    agree = run_auditor("agree", str(tmp_path), "--policies", "fixed,vllm")
+    assert agree.returncode == 0, agree.stdout + agree.stderr

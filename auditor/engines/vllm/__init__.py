@@ -10,7 +10,7 @@ only when called.
 from __future__ import annotations
 
 from auditor.engines.interface import BuildSettings, CompileSemantics, Engine, EngineDecorator, Gate
-from auditor.engines.vllm import attention, build, config, gates, meeting, own, plans
+from auditor.engines.vllm import attention, build, config, gates, meeting, own, own_compile, plans
 
 ENGINE = Engine(
     name="vllm",
@@ -40,4 +40,5 @@ ENGINE = Engine(
     # lengths: the first compiles, two more meet the graph it made.
     compile=CompileSemantics("vllm", guards=False, lengths=(7, 13, 29), encoder_sizes=(2, 3, 5),
                              positions=True, gated=True),
+    own_compiler=own_compile.own_compiler,
 )
