@@ -147,17 +147,33 @@ def test_a_file_cut_at_every_byte_of_its_last_two_lines_reads_and_repairs(refere
     assert rows == complete
 
 
-@pytest.mark.parametrize("where", ["inside the last type's rows", "inside its completion record"])
-def test_a_cut_file_resumes_to_the_whole_run(reference, tmp_path, where):
-    out, rows = reference
+CUTS = ["inside the last type's rows", "inside its completion record"]
+
+
+@pytest.fixture(scope="module")
+def cut_resumes(reference, tmp_path_factory) -> dict[str, tuple[subprocess.CompletedProcess, Path]]:
+    """The reference run's file cut at each of CUTS, and resumed: the two resumes at once. By
+    where it was cut: the resume and its output directory."""
+    out, _ = reference
     data = (out / "results.jsonl").read_bytes()
     lines = data.splitlines(keepends=True)
-    cut = len(data) - len(lines[-1]) - (len(lines[-2]) // 2 if where.startswith("inside the last") else 0) - 5
-    (tmp_path / "results.jsonl").write_bytes(data[:cut])
-    proc = _resume(tmp_path)
+    outs = {}
+    for where in CUTS:
+        cut = len(data) - len(lines[-1]) - (len(lines[-2]) // 2 if where.startswith("inside the last") else 0) - 5
+        outs[where] = tmp_path_factory.mktemp("cut")
+        (outs[where] / "results.jsonl").write_bytes(data[:cut])
+    procs = run_auditors([["sweep", *COMMON, "-o", str(outs[where]), "--resume"] for where in CUTS])
+    return {where: (proc, outs[where]) for where, proc in zip(CUTS, procs, strict=True)}
+
+
+@pytest.mark.parametrize("where", CUTS)
+def test_a_cut_file_resumes_to_the_whole_run(reference, cut_resumes, where):
+    _, rows = reference
+    proc, out = cut_resumes[where]
+    assert proc.returncode == 0, proc.stderr
     assert "Repaired" in proc.stderr and "run again" in proc.stderr
-    assert (tmp_path / f"results.jsonl{TORN_SUFFIX}").exists()
-    _account(rows, tmp_path, "cut file resumed")
+    assert (out / f"results.jsonl{TORN_SUFFIX}").exists()
+    _account(rows, out, "cut file resumed")
 
 
 # -- the sweep's parent killed ---------------------------------------------------------------
