@@ -33,7 +33,7 @@ from auditor.executors.deaths import death_rows
 from auditor.executors.pool import START_TIMEOUT, PoolError
 from auditor.executors.protocol import Kind, Progress
 from auditor.models.cases import ModelCase
-from auditor.remote.ray_trip import check_reachable
+from auditor.remote.ray_trip import LOOPBACK_SYSTEM_CONFIG, check_reachable
 
 POLL_SECONDS = 0.25
 LOCAL_OBJECT_STORE_BYTES = 100 * 2**20  # messages are small; Ray's default takes 30% of RAM
@@ -91,7 +91,8 @@ class RayExecutor:
                 ray.init(address=self.settings.address, **common)
             else:
                 ray.init(address="local", num_cpus=self.settings.jobs, include_dashboard=False,
-                         _node_ip_address="127.0.0.1", object_store_memory=LOCAL_OBJECT_STORE_BYTES, **common)
+                         _node_ip_address="127.0.0.1", object_store_memory=LOCAL_OBJECT_STORE_BYTES,
+                         _system_config=LOOPBACK_SYSTEM_CONFIG, **common)
         except Exception as exc:  # ConnectionError, RuntimeError, ValueError, TimeoutError...
             where = f"at {self.settings.address}" if self.settings.address else "on this machine"
             raise ClusterError(f"cannot reach a Ray cluster {where}: {exc}") from None

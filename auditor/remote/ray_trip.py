@@ -29,6 +29,11 @@ TASK_TIMEOUT = 120.0
 ANNOUNCE_TIMEOUT = 180.0  # seconds a worker waits for the sweep's cluster to say whether it started
 STOP_TIMEOUT = 30.0  # seconds for the cluster's helper to stop it
 CONNECT_TIMEOUT = 10.0  # seconds for a cluster's address to answer at all
+# The RayConfig of every local cluster the auditor starts on loopback (its drivers and workers
+# take it from the raylet). Such a cluster has no GCS fault tolerance: once its GCS is gone it
+# never comes back, so its drivers give up on it after 10 s rather than Ray's 60 (the type in
+# flight is then a `crash` and the Ray cells after it say the cluster is gone, a minute sooner).
+LOOPBACK_SYSTEM_CONFIG = {"gcs_rpc_server_reconnect_timeout_s": 10}
 
 
 def ray_missing() -> str:
@@ -256,12 +261,13 @@ class RayTrip:
         self._owns_cluster = True
         # Ray puts each of its workers in a process group of its own; kept in ours instead, they
         # die with the sweep worker when the pool kills its group (timeout, Ctrl-C).
-        _start_local(1, runtime_env={"env_vars": env}, _system_config={"process_group_cleanup_enabled": False})
+        _start_local(1, runtime_env={"env_vars": env}, process_group_cleanup_enabled=False)
         return ray.remote(max_retries=0)(receive).options(num_cpus=1)
 
 
-def _start_local(cpus: int, **options):
-    """Start a local cluster on loopback with this process as its driver; the ray module."""
+def _start_local(cpus: int, runtime_env: dict | None = None, **system_config):
+    """Start a local cluster on loopback with this process as its driver; the ray module.
+    `system_config`: RayConfig entries on top of LOOPBACK_SYSTEM_CONFIG."""
     from auditor.remote.workspace import workdir
 
     loopback_only()
@@ -270,7 +276,7 @@ def _start_local(cpus: int, **options):
     ray.init(address="local", num_cpus=cpus, include_dashboard=False, _node_ip_address="127.0.0.1",
              object_store_memory=80 * 2**20, log_to_driver=False, logging_level=logging.ERROR,
              _temp_dir=str(workdir() / "ray"),  # its session files go when this process does
-             **options)
+             runtime_env=runtime_env, _system_config={**LOOPBACK_SYSTEM_CONFIG, **system_config})
     return ray
 
 

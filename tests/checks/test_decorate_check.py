@@ -6,7 +6,7 @@ import pytest
 
 from auditor.core.results import read_run
 from auditor.report.agreement import compare_policies
-from tests.conftest import run_auditor
+from tests.conftest import run_auditor, run_auditors
 
 # A spread of families: text decoders, encoder-decoders, vision-language, audio, vision-only,
 # configs that subclass another model's config, a model without a decoder, a plain failure.
@@ -29,9 +29,18 @@ def cells(out):
 
 
 @pytest.fixture(scope="module")
-def sample_run(tmp_path_factory):
-    out = tmp_path_factory.mktemp("decorate")
-    proc = run_auditor("sweep", "--checks", "build,decorate", "--models", ",".join(known(SAMPLE)), "-o", str(out))
+def sample_runs(tmp_path_factory):
+    """The sample swept twice at once: with one build shared by the policies (the default), and
+    with a build per policy; the two outputs, in that order."""
+    outs = [tmp_path_factory.mktemp("decorate"), tmp_path_factory.mktemp("decorate-per-policy")]
+    common = ["sweep", "--checks", "build,decorate", "--models", ",".join(known(SAMPLE))]
+    procs = run_auditors([[*common, "-o", str(outs[0])], [*common, "--build-per-policy", "-o", str(outs[1])]])
+    return list(zip(procs, outs, strict=True))
+
+
+@pytest.fixture(scope="module")
+def sample_run(sample_runs):
+    proc, out = sample_runs[0]
     assert proc.returncode == 0, proc.stderr
     return out
 
@@ -87,11 +96,10 @@ def test_plain_failures_keep_their_status_on_every_policy(sample_run):
         assert (row.status, row.signature) == (plain.status, plain.signature)
 
 
-def test_shared_build_gives_the_same_rows_as_a_build_per_policy(sample_run, tmp_path):
-    proc = run_auditor("sweep", "--checks", "build,decorate", "--build-per-policy",
-                       "--models", ",".join(known(SAMPLE)), "-o", str(tmp_path))
+def test_shared_build_gives_the_same_rows_as_a_build_per_policy(sample_run, sample_runs):
+    proc, per_policy = sample_runs[1]
     assert proc.returncode == 0, proc.stderr
-    shared, each = cells(sample_run), cells(tmp_path)
+    shared, each = cells(sample_run), cells(per_policy)
     assert shared.keys() == each.keys()
     for key in shared:
         assert (shared[key].status, shared[key].message) == (each[key].status, each[key].message), key

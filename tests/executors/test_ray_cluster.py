@@ -11,7 +11,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from tests.conftest import TROUBLEMAKERS, auditor_env, by_type, read_rows, run_auditor
+from tests.conftest import TROUBLEMAKERS, auditor_env, by_type, read_rows, run_auditors
 
 pytest.importorskip("ray", reason="Ray is not installed (the optional extra: pip install -e '.[ray]')")
 
@@ -44,10 +44,12 @@ def _cells(out: Path) -> dict:
 
 
 def test_ray_tasks_give_the_rows_of_the_local_pool(ray_cluster, tmp_path):
-    on_ray = run_auditor("sweep", "--executor", "ray", "--ray-address", ray_cluster, "--models", REAL,
-                         "-o", str(tmp_path / "ray"))
+    # The two sweeps at once: the cluster's 2 CPUs and the pool's 2 workers share the machine.
+    on_ray, local = run_auditors([
+        ["sweep", "--executor", "ray", "--ray-address", ray_cluster, "--models", REAL, "-o", str(tmp_path / "ray")],
+        ["sweep", "--jobs", "2", "--models", REAL, "-o", str(tmp_path / "local")],
+    ])
     assert on_ray.returncode == 0, on_ray.stderr
-    local = run_auditor("sweep", "--jobs", "2", "--models", REAL, "-o", str(tmp_path / "local"))
     assert local.returncode == 0, local.stderr
 
     assert _cells(tmp_path / "ray") == _cells(tmp_path / "local")

@@ -2,6 +2,7 @@
 
 import json
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -12,7 +13,7 @@ import psutil
 import pytest
 
 from auditor.core.results import FORMAT_VERSION
-from tests.conftest import ROOT, TROUBLEMAKERS, auditor_env, by_type, read_rows, run_auditor
+from tests.conftest import ROOT, TROUBLEMAKERS, auditor_env, by_type, read_rows, run_auditor, run_auditors
 
 REAL = "bert,gpt2,llama,t5,whisper,llava"
 
@@ -109,40 +110,57 @@ def test_identical_failures_share_a_signature(mixed_run):
 # -- bad input: a clear message and exit code 2, before any work ----------------------------
 
 
-@pytest.mark.parametrize(
-    ("args", "expected"),
-    [
-        (["sweep", "--no-such-option"], "unrecognized arguments"),
-        (["sweep", "--models", "lama"], "closest known types: llama"),
-        (["sweep", "--plugin", "tests/plugins/broken.py"], "broken on purpose"),
-        (["sweep", "--checks", "nonsense"], "unknown check"),
-        (["sweep", "--jobs", "0"], "--jobs"),
-        (["sweep", "--max-memory", "lots"], "--max-memory"),
-    ],
-)
-def test_bad_input_exits_2_with_a_message(tmp_path, args, expected):
-    proc = run_auditor(*args, "-o", str(tmp_path / "out"), cwd=ROOT)
+BAD_INPUT = [
+    (["sweep", "--no-such-option"], "unrecognized arguments"),
+    (["sweep", "--models", "lama"], "closest known types: llama"),
+    (["sweep", "--plugin", "tests/plugins/broken.py"], "broken on purpose"),
+    (["sweep", "--checks", "nonsense"], "unknown check"),
+    (["sweep", "--jobs", "0"], "--jobs"),
+    (["sweep", "--max-memory", "lots"], "--max-memory"),
+]
+
+
+@pytest.fixture(scope="module")
+def refusals(tmp_path_factory) -> dict[str, tuple[subprocess.CompletedProcess, Path]]:
+    """The refused commands of this module, all at once (each only starts and refuses), by name:
+    each bad input's arguments joined by spaces, "unwritable", "existing" and "format"; each with
+    its output directory."""
+    root = tmp_path_factory.mktemp("refusals")
+    runs = {" ".join(args): (args, root / f"bad{index}" / "out") for index, (args, _) in enumerate(BAD_INPUT)}
+    blocker = root / "file"
+    blocker.write_text("not a directory")
+    runs["unwritable"] = (["sweep", "--models", "bert"], blocker / "out")
+    runs["existing"] = (["sweep", "--models", "bert"], root / "existing")
+    runs["existing"][1].mkdir()
+    (runs["existing"][1] / "results.jsonl").write_text("{}\n")
+    runs["format"] = (["sweep", "--models", "bert", "--resume"], root / "format")
+    runs["format"][1].mkdir()
+    header = {"kind": "header", "format_version": 99, "run": {}}
+    (runs["format"][1] / "results.jsonl").write_text(json.dumps(header) + "\n")
+    procs = run_auditors([[*args, "-o", str(out)] for args, out in runs.values()], cwd=ROOT)
+    return {name: (proc, out) for (name, (_, out)), proc in zip(runs.items(), procs, strict=True)}
+
+
+@pytest.mark.parametrize(("args", "expected"), BAD_INPUT)
+def test_bad_input_exits_2_with_a_message(refusals, args, expected):
+    proc, out = refusals[" ".join(args)]
     assert proc.returncode == 2
     assert expected in proc.stderr
-    assert not (tmp_path / "out" / "results.jsonl").exists()
+    assert not (out / "results.jsonl").exists()
 
 
-def test_unwritable_output_directory_exits_2(tmp_path):
-    blocker = tmp_path / "file"
-    blocker.write_text("not a directory")
-    proc = run_auditor("sweep", "--models", "bert", "-o", str(blocker / "out"))
+def test_unwritable_output_directory_exits_2(refusals):
+    proc, _ = refusals["unwritable"]
     assert proc.returncode == 2 and "cannot write to output directory" in proc.stderr
 
 
-def test_existing_results_need_resume_or_overwrite(tmp_path):
-    (tmp_path / "results.jsonl").write_text("{}\n")
-    proc = run_auditor("sweep", "--models", "bert", "-o", str(tmp_path))
+def test_existing_results_need_resume_or_overwrite(refusals):
+    proc, _ = refusals["existing"]
     assert proc.returncode == 2 and "--resume" in proc.stderr
 
 
-def test_resume_rejects_another_format_version(tmp_path):
-    (tmp_path / "results.jsonl").write_text(json.dumps({"kind": "header", "format_version": 99, "run": {}}) + "\n")
-    proc = run_auditor("sweep", "--models", "bert", "--resume", "-o", str(tmp_path))
+def test_resume_rejects_another_format_version(refusals):
+    proc, _ = refusals["format"]
     assert proc.returncode == 2 and "format version 99" in proc.stderr
 
 
@@ -189,22 +207,31 @@ def _comparable(out):
 
 
 def test_rows_do_not_depend_on_what_ran_before_in_the_worker(tmp_path):
-    # The two sweeps run at the same time, one worker each: the wall time of one, on two cores.
-    common = [sys.executable, "-m", "auditor", "sweep", "--plugin", TROUBLEMAKERS, "--models",
-              ",".join(ISOLATION_TYPES), "--jobs", "1"]
-    together = subprocess.Popen([*common, "-o", str(tmp_path / "together")], env=auditor_env(),
-                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    alone = subprocess.Popen([*common, "--max-tasks-per-worker", "1", "-o", str(tmp_path / "alone")],
-                             env=auditor_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    errors = [proc.communicate(timeout=900)[1] for proc in (together, alone)]
-    assert together.returncode == 0 and alone.returncode == 0, "".join(errors)
+    # The two sweeps run at the same time: every type after another in one worker, and every type
+    # in a fresh worker of its own. The second starts eight workers, so it gets two at a time
+    # (which types meet in a worker is what matters, not how many workers there are).
+    common = ["sweep", "--plugin", TROUBLEMAKERS, "--models", ",".join(ISOLATION_TYPES)]
+    together, alone = run_auditors([[*common, "--jobs", "1", "-o", str(tmp_path / "together")],
+                                    [*common, "--jobs", "2", "--max-tasks-per-worker", "1",
+                                     "-o", str(tmp_path / "alone")]])
+    assert together.returncode == 0 and alone.returncode == 0, together.stderr + alone.stderr
     assert _comparable(tmp_path / "together") == _comparable(tmp_path / "alone")
 
 
 def test_killed_workers_and_killed_sweeps_leave_no_scratch_behind(tmp_path):
     import tempfile
 
-    scratch_root = Path(tempfile.gettempdir())
+    # A temporary directory of the sweep's own (TMPDIR): another auditor on the machine, which
+    # removes orphans in the shared one too, can neither take this test's orphan nor add its own.
+    # Short, under /tmp: Ray's sockets live below it, in at most 107 bytes a path.
+    scratch_root = Path(tempfile.mkdtemp(prefix="a", dir="/tmp"))
+    try:
+        _sweep_that_loses_a_worker_leaves_no_scratch(scratch_root, tmp_path)
+    finally:
+        shutil.rmtree(scratch_root, ignore_errors=True)
+
+
+def _sweep_that_loses_a_worker_leaves_no_scratch(scratch_root: Path, tmp_path: Path) -> None:
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
     orphan = scratch_root / f"auditor-{int(dead.stdout)}-left-by-a-killed-sweep"
     (orphan / "twins").mkdir(parents=True)
@@ -213,7 +240,8 @@ def test_killed_workers_and_killed_sweeps_leave_no_scratch_behind(tmp_path):
     # The pickle check gives each worker scratch (its receiver's modules cache, its twins); the
     # segfault takes the worker down before it can clean up, so the pool does.
     proc = run_auditor("sweep", "--plugin", TROUBLEMAKERS, "--models", "auditor_segfault,auditor_fine",
-                       "--checks", "build,pickle", "--jobs", "1", "-o", str(tmp_path))
+                       "--checks", "build,pickle", "--jobs", "1", "-o", str(tmp_path),
+                       env={"TMPDIR": str(scratch_root)})
 
     assert proc.returncode == 0, proc.stderr
     assert by_type(read_rows(tmp_path)[1])["auditor_segfault"]["status"] == "crash"

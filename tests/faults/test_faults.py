@@ -31,7 +31,7 @@ import psutil
 import pytest
 
 from auditor.core.results import PAUSE_ENV, TORN_SUFFIX, read_run, repair
-from tests.conftest import TROUBLEMAKERS, auditor_env, run_auditor
+from tests.conftest import TROUBLEMAKERS, auditor_env, run_auditor, run_auditors
 
 MODELS = "bert,gpt2,llama,t5"
 COMMON = ("--models", MODELS, "--checks", "build,decorate", "--jobs", "2")
@@ -147,17 +147,33 @@ def test_a_file_cut_at_every_byte_of_its_last_two_lines_reads_and_repairs(refere
     assert rows == complete
 
 
-@pytest.mark.parametrize("where", ["inside the last type's rows", "inside its completion record"])
-def test_a_cut_file_resumes_to_the_whole_run(reference, tmp_path, where):
-    out, rows = reference
+CUTS = ["inside the last type's rows", "inside its completion record"]
+
+
+@pytest.fixture(scope="module")
+def cut_resumes(reference, tmp_path_factory) -> dict[str, tuple[subprocess.CompletedProcess, Path]]:
+    """The reference run's file cut at each of CUTS, and resumed: the two resumes at once. By
+    where it was cut: the resume and its output directory."""
+    out, _ = reference
     data = (out / "results.jsonl").read_bytes()
     lines = data.splitlines(keepends=True)
-    cut = len(data) - len(lines[-1]) - (len(lines[-2]) // 2 if where.startswith("inside the last") else 0) - 5
-    (tmp_path / "results.jsonl").write_bytes(data[:cut])
-    proc = _resume(tmp_path)
+    outs = {}
+    for where in CUTS:
+        cut = len(data) - len(lines[-1]) - (len(lines[-2]) // 2 if where.startswith("inside the last") else 0) - 5
+        outs[where] = tmp_path_factory.mktemp("cut")
+        (outs[where] / "results.jsonl").write_bytes(data[:cut])
+    procs = run_auditors([["sweep", *COMMON, "-o", str(outs[where]), "--resume"] for where in CUTS])
+    return {where: (proc, outs[where]) for where, proc in zip(CUTS, procs, strict=True)}
+
+
+@pytest.mark.parametrize("where", CUTS)
+def test_a_cut_file_resumes_to_the_whole_run(reference, cut_resumes, where):
+    _, rows = reference
+    proc, out = cut_resumes[where]
+    assert proc.returncode == 0, proc.stderr
     assert "Repaired" in proc.stderr and "run again" in proc.stderr
-    assert (tmp_path / f"results.jsonl{TORN_SUFFIX}").exists()
-    _account(rows, tmp_path, "cut file resumed")
+    assert (out / f"results.jsonl{TORN_SUFFIX}").exists()
+    _account(rows, out, "cut file resumed")
 
 
 # -- the sweep's parent killed ---------------------------------------------------------------
@@ -220,7 +236,7 @@ def test_a_worker_killed_mid_type_costs_that_type_only(reference, tmp_path):
     LEDGER["rows lost"] += sum((rows - others).values())
 
 
-@pytest.mark.slow  # Ray notices a dead cluster after 60 s
+@pytest.mark.slow  # its drivers give up on a dead cluster after 10 s (LOOPBACK_SYSTEM_CONFIG)
 def test_the_ray_cluster_killed_mid_sweep_leaves_a_complete_readable_run(tmp_path):
     """Every type still gets all its rows; the type in flight may be a `crash` (Ray terminates a
     driver whose cluster is gone), and the Ray cells after it say the cluster is gone."""
@@ -286,15 +302,7 @@ def test_workers_that_cannot_start_end_the_run_with_its_own_code(tmp_path):
 # -- resume refuses to mix experiments --------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def small_run(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("small")
-    proc = run_auditor("sweep", "--models", "bert", "--checks", "build,decorate", "--jobs", "1", "-o", str(out))
-    assert proc.returncode == 0, proc.stderr
-    return out
-
-
-@pytest.mark.parametrize(("option", "flags"), [
+OTHER_OPTIONS = [
     ("--checks", ["--checks", "build"]),
     ("--policies", ["--policies", "legacy"]),
     ("--device", ["--device", "cpu"]),
@@ -305,24 +313,45 @@ def small_run(tmp_path_factory) -> Path:
     ("--label", ["--label", "other"]),
     ("--online", ["--online"]),
     ("--plugin", ["--plugin", TROUBLEMAKERS]),
-])
-def test_resume_under_another_option_is_refused_naming_it(small_run, tmp_path, option, flags):
-    shutil.copy(small_run / "results.jsonl", tmp_path / "results.jsonl")
-    before = (tmp_path / "results.jsonl").read_bytes()
-    checks = [] if option == "--checks" else ["--checks", "build,decorate"]
-    proc = run_auditor("sweep", "--models", "bert", *checks, "--jobs", "1", "-o", str(tmp_path), "--resume", *flags)
+]
+
+
+@pytest.fixture(scope="module")
+def refused_resumes(reference, tmp_path_factory) -> dict[str, tuple[subprocess.CompletedProcess, bytes, Path]]:
+    """`--resume` of a copy of the reference run under each other option, and under another
+    transformers (its header says 4.57.6), all at once (each only starts and refuses), by the
+    option's name ("transformers" for the last): the run, the file before it, the file."""
+    out, _ = reference
+    root = tmp_path_factory.mktemp("refused")
+    commands, files = {}, {}
+    for option, flags in [*OTHER_OPTIONS, ("transformers", [])]:
+        target = root / option.strip("-") / "results.jsonl"
+        target.parent.mkdir()
+        if option == "transformers":
+            lines = (out / "results.jsonl").read_text().splitlines(keepends=True)
+            header = json.loads(lines[0])
+            header["run"]["transformers"] = "4.57.6"
+            target.write_text(json.dumps(header) + "\n" + "".join(lines[1:]))
+        else:
+            shutil.copy(out / "results.jsonl", target)
+        checks = [] if option == "--checks" else ["--checks", "build,decorate"]
+        commands[option] = ["sweep", "--models", MODELS, *checks, "--jobs", "1", "-o", str(target.parent),
+                            "--resume", *flags]
+        files[option] = (target.read_bytes(), target)
+    procs = run_auditors(list(commands.values()), at_once=4)
+    return {option: (proc, *files[option]) for option, proc in zip(commands, procs, strict=True)}
+
+
+@pytest.mark.parametrize(("option", "flags"), OTHER_OPTIONS)
+def test_resume_under_another_option_is_refused_naming_it(refused_resumes, option, flags):
+    proc, before, results = refused_resumes[option]
     assert proc.returncode == 2, proc.stderr
     assert f"{option} (" in proc.stderr and "another experiment" in proc.stderr
-    assert (tmp_path / "results.jsonl").read_bytes() == before
+    assert results.read_bytes() == before
 
 
-def test_resume_under_another_transformers_is_refused(small_run, tmp_path):
-    lines = (small_run / "results.jsonl").read_text().splitlines(keepends=True)
-    header = json.loads(lines[0])
-    header["run"]["transformers"] = "4.57.6"
-    (tmp_path / "results.jsonl").write_text(json.dumps(header) + "\n" + "".join(lines[1:]))
-    proc = run_auditor("sweep", "--models", "bert", "--checks", "build,decorate", "--jobs", "1", "-o", str(tmp_path),
-                       "--resume")
+def test_resume_under_another_transformers_is_refused(refused_resumes):
+    proc, _, _ = refused_resumes["transformers"]
     assert proc.returncode == 2 and "transformers" in proc.stderr and "'4.57.6'" in proc.stderr, proc.stderr
 
 

@@ -8,7 +8,7 @@ from auditor.report.matrix import build_matrix
 from auditor.report.page import render_report
 from auditor.report.shards import shard_coverage
 from auditor.report.tables import matrix_frame
-from tests.conftest import run_auditor
+from tests.conftest import run_auditors
 
 MODELS = "bert,gpt2,llama,t5,whisper,llava,mixtral,vit,clip,autoformer"
 
@@ -33,12 +33,14 @@ def test_bad_shard_is_refused(text):
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
     root = tmp_path_factory.mktemp("shards")
-    common = ["--checks", "build,decorate", "--models", MODELS, "--label", "shard-test"]
-    whole = run_auditor("sweep", *common, "-o", str(root / "whole"))
-    assert whole.returncode == 0, whole.stderr
-    for index in (1, 2, 3):
-        part = run_auditor("sweep", *common, "--shard", f"{index}/3", "-o", str(root / f"shard{index}"))
-        assert part.returncode == 0, part.stderr
+    common = ["sweep", "--checks", "build,decorate", "--models", MODELS, "--label", "shard-test"]
+    # The four sweeps at once, as a CI matrix runs its shards: one worker per shard (--jobs is
+    # no part of the experiment), the unsharded run with the default.
+    procs = run_auditors([[*common, "-o", str(root / "whole")],
+                          *([*common, "--shard", f"{index}/3", "--jobs", "1", "-o", str(root / f"shard{index}")]
+                            for index in (1, 2, 3))])
+    for proc in procs:
+        assert proc.returncode == 0, proc.stderr
     return read_run(root / "whole"), [read_run(root / f"shard{i}") for i in (1, 2, 3)]
 
 
