@@ -34,7 +34,11 @@ from auditor.decorators.interface import CheckPolicy, Decorator, DynamicArgDims,
 from auditor.decorators.outcome import DecorateError, decorate
 from auditor.decorators.registry import get_policy, policy_names, register_alias
 from auditor.decorators.restore import ClassSnapshot, decorated
-from auditor.decorators.support import CompileSettings, OwnDecorator, support_torch_compile
+
+# The project's decorator needs torch; it is imported on first use (PEP 562), so that resolving a
+# policy name, or refusing bad input, never waits for torch.
+_LAZY = {"CompileSettings", "OwnDecorator", "support_torch_compile"}
+
 
 # Every module of this package is the decorator under audit (or its emulation): a failure raised
 # in one is the decorator's verdict, never an auditor bug (auditor.core.status.auditor_bug_at).
@@ -63,4 +67,8 @@ __all__ = [
 def __getattr__(name: str):
     if name == "POLICY_NAMES":  # computed: engines register their policies after this import
         return policy_names()
+    if name in _LAZY:
+        from auditor.decorators import support
+
+        return getattr(support, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -11,7 +11,6 @@ from __future__ import annotations
 from auditor.decorators.external import PREFIX, ExternalDecorator
 from auditor.decorators.interface import Decorator
 from auditor.decorators.policies import CHECK_POLICIES
-from auditor.decorators.support import OwnDecorator
 
 # Short name -> "external:MODULE:ATTR"; results show the short name.
 ALIASES: dict[str, str] = {}
@@ -37,7 +36,20 @@ def get_policy(name: str) -> Decorator:
     then raises the engine's ImportError (VllmUnavailableError).
     """
     if name in CHECK_POLICIES:
+        from auditor.decorators.support import OwnDecorator  # needs torch: only when a policy is used
+
         return OwnDecorator(name)
+    return _external(name)
+
+
+def validate_policy(name: str) -> None:
+    """What `get_policy(name)` would refuse, without making the project's decorator (which needs
+    torch): the sweep refuses a bad name before importing it."""
+    if name not in CHECK_POLICIES:
+        _external(name)
+
+
+def _external(name: str) -> Decorator:
     spec = ALIASES.get(name, name)
     if isinstance(spec, str) and spec.startswith(PREFIX):
         return ExternalDecorator(spec[len(PREFIX):], name=name)

@@ -217,7 +217,7 @@ def remote_cases(directories: Sequence[str]):
 
 def _validated_policies(names: Sequence[str]) -> tuple[str, ...]:
     from auditor import engines  # registers the engines' policies (vllm)
-    from auditor.decorators import get_policy
+    from auditor.decorators.registry import validate_policy
 
     policies = tuple(dict.fromkeys(listed(names)))
     if not policies:
@@ -227,7 +227,7 @@ def _validated_policies(names: Sequence[str]) -> tuple[str, ...]:
         if engine is not None and not engine.installed:
             raise InputError(f"policy {name!r} needs {engine.title} installed: {engine.install_hint}")
         try:
-            get_policy(name)
+            validate_policy(name)
         except (ValueError, ImportError) as exc:
             raise InputError(f"policy {name!r}: {exc}") from None
     return policies

@@ -159,3 +159,18 @@ def test_no_sweep_flag_is_spelled_outside_the_declarations():
 def test_the_scan_finds_a_spelling():
     source = 'WORDS = ["--jobs", "2"]\nparser.add_argument("--jobs")\nMESSAGE = f"{x} {\'--jobs\'}"\n'
     assert _spellings(source, "x.py") == ["x.py:1: --jobs"]
+
+
+def test_bad_input_is_refused_without_importing_torch(tmp_path):
+    """Parsing a sweep's options and refusing bad ones needs no torch (seconds per refused command, in
+    CI and for users). (Model type names need transformers' model mapping, which imports torch.)"""
+    import subprocess
+    import sys
+
+    code = ("import sys; from auditor.cli import main; "
+            f"rc = main(['sweep', '--checks', 'compile', '--device', 'meta', '--policies', 'fixed,no-such-policy', "
+            f"'-o', {str(tmp_path / 'run')!r}]); "
+            "print(rc, 'torch' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                         env={**__import__("os").environ, "HF_HUB_OFFLINE": "1"})
+    assert out.stdout.split() == ["2", "False"], out.stdout + out.stderr
