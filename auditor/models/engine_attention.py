@@ -13,19 +13,24 @@ backends ... we don't need a mask!") and the attention op makes the causal and s
 itself, from the layer's settings.
 
 This module does the same with an op of ours, `auditor::attention` (SDPA inside, CPU and CUDA,
-a fake implementation so dynamo traces it as one node), registered under ENGINE_ATTENTION:
+a fake implementation so dynamo traces it as one node), registered under ENGINE_ATTENTION. Unlike
+vLLM it registers transformers' sdpa mask function with it, so that the function gets the very mask
+`sdpa` gets and is exact on every type: a graph break in masking_utils still counts under it, where
+vLLM would skip the mask. ENGINE_ATTENTION_UNMASKED skips the masks as vLLM does.
 
     with engine_attention(model):     # or: restore = use_engine_attention(model); ...; restore()
         model(**feed)
 
 The function is exact: for every module it returns what the model's default attention (transformers'
-`sdpa`, or the model's `eager` where sdpa cannot express it) returns, given what transformers passes:
-GQA by repeating key/value heads, `scaling` (None: 1/sqrt(head_dim)), causal when the module is and no
-mask came, the mask as given when one came, `sliding_window` and `position_bias` made into the mask,
-`softcap` and attention sinks (`s_aux`, `sinks`) as the model's eager function computes them (vLLM's
-`Attention` takes them as `logits_soft_cap` and `sinks`; SDPA cannot express them, so the op computes
-those layers' softmax itself), output transposed to [batch, tokens, heads, head_dim] as
-`sdpa_attention_forward` returns it. Dropout is not applied: the engine serves in eval mode.
+`sdpa`, or the model's `eager` function: use_engine_attention picks the variant) returns, given what
+transformers passes: GQA by repeating key/value heads, `scaling` (None: 1/sqrt(head_dim)), causal
+when the module is and no mask came (eager: only through the mask), the mask as given when one came,
+`sliding_window`, `position_bias` and sparse attention's `indices` made into the mask, `softcap` and
+attention sinks (`s_aux`, `sinks`) as the models' eager functions compute them (vLLM's `Attention`
+takes them as `logits_soft_cap` and `sinks`; SDPA cannot express them, so the op writes those layers'
+softmax out), output transposed to [batch, tokens, heads, head_dim] as `sdpa_attention_forward`
+returns it. Dropout is not applied: the engine serves in eval mode. minimax_m3_vl's `block_indices`
+are not expressed: such a call raises instead of silently attending everywhere.
 `scripts/engine_attention_exact.py` measures it on every model type.
 """
 
@@ -41,12 +46,15 @@ from typing import Any
 import torch
 
 ENGINE_ATTENTION = "auditor_engine"  # the name in ALL_ATTENTION_FUNCTIONS, as vLLM's is "vllm"
-# The same function with transformers' sdpa masks built first (registered in ALL_MASK_ATTENTION_FUNCTIONS):
-# for asking how much of a difference comes from skipping the masks, which the engine does.
-ENGINE_ATTENTION_MASKED = "auditor_engine_masked"
-# Keywords that select which keys a query sees beyond a mask (sparse attention's chosen indices): the
-# op cannot express them, so those layers run the model's own function (fallback, below).
-UNEXPRESSED = ("indices", "block_indices")
+# The same function with eager's masks (additive floats), for a model whose default attention is eager:
+# the masks are the model's as well as the attention function's (bigbird_pegasus's encoder adds its
+# mask to its own scores, so an sdpa mask, boolean, would change its output).
+ENGINE_ATTENTION_EAGER_MASKS = "auditor_engine_eager_masks"
+# The same function without a mask function, as vLLM registers none: transformers skips the masks and
+# the op makes the causal and sliding-window pattern itself. Not exact where a model's mask is more
+# than that (padding to a block size, chunked or sparse attention), and a model that reads the mask
+# crashes on None: what vLLM's attention would meet too (scripts/engine_attention_exact.py --unmasked).
+ENGINE_ATTENTION_UNMASKED = "auditor_engine_unmasked"
 
 
 @torch.library.custom_op("auditor::attention", mutates_args=(), device_types=("cpu", "cuda"))
@@ -114,16 +122,30 @@ def _explicit(query, key, value, mask, scale, is_causal, softcap, sinks):
 
 def engine_attention_forward(module, query, key, value, attention_mask, dropout: float = 0.0,
                              scaling: float | None = None, is_causal: bool | None = None, **kwargs):
-    """The function transformers calls for a layer under ENGINE_ATTENTION: (output, None), as sdpa's.
+    """The function transformers calls for a layer under the engine's attention: (output, None), as sdpa's.
 
     The keywords follow `sdpa_attention_forward` (transformers/integrations/sdpa_attention.py) and the
-    models' calls: falcon and gpt2 pass `dropout` and the mask positionally, gemma2 `softcap`, gpt_oss
-    `s_aux`, t5 `position_bias`; everything else a model passes (position_ids, flash's cu_seq_lens...)
-    changes nothing for SDPA either."""
-    if any(kwargs.get(name) is not None for name in UNEXPRESSED):
-        return _fallback(module)(module, query, key, value, attention_mask, dropout=dropout, scaling=scaling,
-                                 is_causal=is_causal, **kwargs)
+    models' calls: gpt2 passes the mask positionally, gemma2 `softcap`, gpt_oss `s_aux`, t5
+    `position_bias`, dots3_note `indices`; everything else a model passes (position_ids, flash's
+    cu_seq_lens...) changes nothing for SDPA either. Causal as sdpa: the call's `is_causal`, else the
+    module's, and only without a mask."""
     causal = is_causal if is_causal is not None else getattr(module, "is_causal", True)
+    return _forward(module, query, key, value, attention_mask, scaling, causal, kwargs)
+
+
+def engine_attention_eager_forward(module, query, key, value, attention_mask, dropout: float = 0.0,
+                                   scaling: float | None = None, **kwargs):
+    """engine_attention_forward for a model whose default attention is eager: causal only through its
+    mask, as the models' eager functions are (bridgetower's cross-modal layers say `is_causal` and get no
+    mask: eager attends everywhere there, where sdpa would not)."""
+    kwargs.pop("is_causal", None)
+    return _forward(module, query, key, value, attention_mask, scaling, False, kwargs)
+
+
+def _forward(module, query, key, value, attention_mask, scaling, causal, kwargs):
+    if kwargs.get("block_indices") is not None:  # minimax_m3_vl's block-sparse selection, made by its indexer
+        raise NotImplementedError(f"{type(module).__name__} selects key blocks (block_indices), which the "
+                                  "engine's attention does not express")
     causal = query.shape[2] > 1 and attention_mask is None and causal  # sdpa_attention_forward's rule
     mask, position_bias = attention_mask, kwargs.get("position_bias")
     if causal and key.shape[2] > query.shape[2]:  # sdpa_attention_forward crops to the query's length
@@ -135,6 +157,8 @@ def engine_attention_forward(module, query, key, value, attention_mask, dropout:
         from transformers.integrations.sdpa_attention import create_position_bias_mask
 
         mask, causal = create_position_bias_mask(position_bias, attention_mask, causal, query, key), False
+    if kwargs.get("indices") is not None:
+        mask, causal = _selected(kwargs["indices"], mask, causal, query, key), False
     scale = scaling if scaling is not None else 1.0 / math.sqrt(query.shape[-1])
     sinks = kwargs.get("s_aux", kwargs.get("sinks"))
     output = attention_op(query, key, value, mask, float(scale), bool(causal), int(window or 0),
@@ -142,40 +166,50 @@ def engine_attention_forward(module, query, key, value, attention_mask, dropout:
     return output, None
 
 
-def _fallback(module):
-    """The model's own eager function for what the op cannot express (vLLM has no such layers: its
-    sparse-attention models have their own modeling files); transformers' sdpa where it has none."""
-    import sys
-
-    from transformers.integrations.sdpa_attention import sdpa_attention_forward
-
-    return getattr(sys.modules.get(type(module).__module__), "eager_attention_forward", sdpa_attention_forward)
+def _selected(indices, mask, causal: bool, query, key):
+    """The mask limited to the keys sparse attention chose ([batch, tokens, top-k] indices), as the models
+    that pass `indices` (deepseek_v32, dots3_note, glm_moe_dsa...) mask their scores for eager and sdpa."""
+    chosen = torch.zeros(indices.shape[0], indices.shape[1], key.shape[2], dtype=torch.bool, device=key.device)
+    chosen = chosen.scatter(-1, indices.long(), True).unsqueeze(1)
+    if mask is None:
+        q_length, kv_length = query.shape[2], key.shape[2]
+        return chosen & torch.ones(q_length, kv_length, dtype=torch.bool, device=key.device).tril() if causal else chosen
+    if mask.dtype == torch.bool:
+        return mask & chosen
+    return mask.masked_fill(~chosen, torch.finfo(mask.dtype).min)
 
 
 def register() -> None:
-    """Registers ENGINE_ATTENTION (no mask function, as vLLM's "vllm") and ENGINE_ATTENTION_MASKED (with
-    transformers' sdpa masks); idempotent."""
-    from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, sdpa_mask
+    """Registers ENGINE_ATTENTION and ENGINE_ATTENTION_EAGER_MASKS, with transformers' sdpa and eager
+    masks (so that the function and the model get the masks they get by default, and are exact), and
+    ENGINE_ATTENTION_UNMASKED without a mask function (as vLLM's "vllm"); idempotent."""
+    from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, eager_mask, sdpa_mask
     from transformers.modeling_utils import AttentionInterface
 
     AttentionInterface.register(ENGINE_ATTENTION, engine_attention_forward)
-    AttentionInterface.register(ENGINE_ATTENTION_MASKED, engine_attention_forward)
-    ALL_MASK_ATTENTION_FUNCTIONS.register(ENGINE_ATTENTION_MASKED, sdpa_mask)
+    AttentionInterface.register(ENGINE_ATTENTION_EAGER_MASKS, engine_attention_eager_forward)
+    AttentionInterface.register(ENGINE_ATTENTION_UNMASKED, engine_attention_forward)
+    ALL_MASK_ATTENTION_FUNCTIONS.register(ENGINE_ATTENTION, sdpa_mask)
+    ALL_MASK_ATTENTION_FUNCTIONS.register(ENGINE_ATTENTION_EAGER_MASKS, eager_mask)
 
 
-def use_engine_attention(model, name: str = ENGINE_ATTENTION) -> Callable[[], None] | None:
+def use_engine_attention(model, masks: bool = True) -> Callable[[], None] | None:
     """Puts a built model on the engine's attention as vLLM does: the text config's `_attn_implementation`,
-    which its setter carries to the text config's sub-configs. Returns the undo (each of those configs
-    gets back the implementation it had), or None, changing nothing, when no module on the text side
-    dispatches through the registry: such a model (falcon: its layers branch on "sdpa" and run their own
-    math otherwise) would only be pushed off its own path, and vLLM's attention gate stops it anyway."""
+    which its setter carries to the text config's sub-configs. With `masks`, transformers builds the
+    masks it builds for the model's default attention (eager's, else sdpa's); without, none, as for vLLM.
+    Returns the undo (each of those configs gets back the implementation it had), or None, changing
+    nothing, when no module on the text side dispatches through the registry: such a model (falcon: its
+    layers branch on "sdpa" and run their own math otherwise) would only be pushed off its own path, and
+    vLLM's attention gate stops it anyway."""
     register()
     text_config = model.config.get_text_config()  # vLLM's Base.__init__: self.config.get_text_config()
     configs = list(_subtree(text_config))
     if not dispatches_attention(model, configs):
         return None
     before = [(config, config._attn_implementation_internal) for config in configs]
-    text_config._attn_implementation = name
+    text_config._attn_implementation = (ENGINE_ATTENTION_UNMASKED if not masks
+                                        else ENGINE_ATTENTION_EAGER_MASKS if before[0][1] == "eager"
+                                        else ENGINE_ATTENTION)
 
     def restore() -> None:
         for config, implementation in before:
@@ -184,10 +218,10 @@ def use_engine_attention(model, name: str = ENGINE_ATTENTION) -> Callable[[], No
 
 
 @contextmanager
-def engine_attention(model, name: str = ENGINE_ATTENTION) -> Iterator[bool]:
+def engine_attention(model, masks: bool = True) -> Iterator[bool]:
     """The model runs on the engine's attention inside the block (yields whether it dispatches at all,
     see use_engine_attention), on its own after it."""
-    restore = use_engine_attention(model, name)
+    restore = use_engine_attention(model, masks)
     try:
         yield restore is not None
     finally:
