@@ -1,9 +1,10 @@
 """The engine's attention (auditor/models/engine_attention.py): one opaque op to dynamo, and exact.
 
 Exact against transformers' own functions on random tensors (sdpa_attention_forward; gemma2's and
-gpt_oss's eager functions for softcap and sinks), and against each model's default attention on real
-tiny models whose attention calls differ (llama, gpt2, gptj, gemma2 with softcap, qwen2 with a sliding
-window that bites, gpt_oss with sinks); falcon, whose layers never look the registry up, is left alone.
+gpt_oss's eager functions for softcap, sinks and eager's causal rule; dots3_note's masking of sparse
+indices), and against each model's default attention on real tiny models whose attention calls differ
+(llama, gpt2, gptj, gemma2 with softcap, gpt_oss with sinks, dots3_note_text with sparse indices,
+qwen2 with a sliding window that bites); falcon, whose layers never look the registry up, is left alone.
 """
 
 import pytest
@@ -125,7 +126,7 @@ def _outputs(model, lengths=(7, 13)):
         return [model(**decoder_inputs(model, n)) for n in lengths]
 
 
-def _engine_outputs(model):
+def _engine_outputs(model, masks=True):
     calls = []
     real = ea.attention_op
 
@@ -135,8 +136,12 @@ def _engine_outputs(model):
 
     with pytest.MonkeyPatch.context() as patch:  # counts the op's calls; the op itself runs
         patch.setattr(ea, "attention_op", counted)
-        with ea.engine_attention(model) as switched:
-            assert switched and model.config.get_text_config()._attn_implementation == ea.ENGINE_ATTENTION
+        default = model.config.get_text_config()._attn_implementation
+        with ea.engine_attention(model, masks) as switched:
+            assert switched
+            assert model.config.get_text_config()._attn_implementation == (
+                ea.ENGINE_ATTENTION_UNMASKED if not masks
+                else ea.ENGINE_ATTENTION_EAGER_MASKS if default == "eager" else ea.ENGINE_ATTENTION)
             outputs = _outputs(model)
     assert calls, "the model never called the engine's attention"
     return outputs
@@ -148,7 +153,7 @@ def _assert_exact(expected, actual):
         assert diff <= tolerance, f"differs by {diff} (tolerance {tolerance})"
 
 
-@pytest.mark.parametrize("model_type", ["llama", "gpt2", "gptj", "gemma2", "gpt_oss"])
+@pytest.mark.parametrize("model_type", ["llama", "gpt2", "gptj", "gemma2", "gpt_oss", "dots3_note_text"])
 def test_exact_on_real_tiny_models(model_type):
     model = tiny_model(make_config(model_type)).model
     before = model.config._attn_implementation
@@ -156,15 +161,52 @@ def test_exact_on_real_tiny_models(model_type):
     assert model.config._attn_implementation == before  # put back on leaving the block
 
 
-def test_exact_where_the_sliding_window_bites():
+@pytest.mark.parametrize("masks", [True, False])
+def test_exact_where_the_sliding_window_bites(masks):
     config = shrink(make_config("qwen2"))
     config.use_sliding_window, config.sliding_window = True, 4
     config.layer_types = ["sliding_attention"] * config.num_hidden_layers
     model = build_tiny(config)
     windowed = _outputs(model)
-    _assert_exact(windowed, _engine_outputs(model))  # the engine skips the mask: the op makes the window
+    # masks built: the window is in the mask; skipped, as vLLM skips them: the op makes the window
+    _assert_exact(windowed, _engine_outputs(model, masks))
     model.config.sliding_window = 1000
     assert compare(windowed[1], _outputs(model)[1])[0] > 1e-3  # and the window does change the output
+
+
+def test_the_eager_variant_is_causal_only_through_the_mask():
+    from transformers.models.gemma2.modeling_gemma2 import eager_attention_forward
+
+    q, k, v = _qkv()
+    module = _module()  # is_causal, as bridgetower's cross-modal layers say, which get no mask
+    expected = eager_attention_forward(module, q, k, v, None, scaling=0.25)[0]
+    torch.testing.assert_close(ea.engine_attention_eager_forward(module, q, k, v, None, scaling=0.25,
+                                                                 is_causal=True)[0], expected)
+    assert not torch.allclose(ea.engine_attention_forward(module, q, k, v, None, scaling=0.25)[0], expected)
+
+
+def test_sparse_indices_limit_the_keys_as_the_models_do_for_sdpa():
+    from transformers.integrations.sdpa_attention import sdpa_attention_forward
+
+    q, k, v = _qkv()
+    indices = torch.tensor([[[0, 0], [0, 1], [1, 2], [0, 3], [2, 4], [3, 5], [1, 6]]], dtype=torch.int32)
+    mask = torch.ones(7, 7, dtype=torch.bool).tril()[None, None]
+    # dots3_note's own masking for eager and sdpa (modeling_dots3_note.py, its attention's forward)
+    dropped = torch.ones(1, 7, 7, dtype=torch.bool).scatter(-1, indices.long(), False).unsqueeze(1)
+    expected = sdpa_attention_forward(_module(), q, k, v, mask & ~dropped, scaling=0.25)[0]
+    torch.testing.assert_close(ea.engine_attention_forward(_module(), q, k, v, mask, scaling=0.25,
+                                                           indices=indices)[0], expected)
+
+
+def test_block_sparse_indices_are_refused_not_ignored():
+    q, k, v = _qkv()
+    with pytest.raises(NotImplementedError, match="block_indices"):
+        ea.engine_attention_forward(_module(), q, k, v, None, block_indices=torch.zeros(1, 2, 7, 1))
+
+
+def test_without_masks_the_op_makes_the_causal_pattern_as_vllm_skips_the_masks():
+    model = tiny_model(make_config("llama")).model
+    _assert_exact(_outputs(model), _engine_outputs(model, masks=False))
 
 
 def test_a_model_that_never_looks_the_registry_up_is_left_alone():
