@@ -72,7 +72,7 @@ def attention_op(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, ma
 
 @attention_op.register_fake
 def _attention_fake(query, key, value, mask, scale, is_causal, window, softcap, sinks):
-    batch = max(query.shape[0], key.shape[0])  # SDPA broadcasts the batch (learned queries of batch 1)
+    batch = torch.sym_max(query.shape[0], key.shape[0])  # SDPA broadcasts the batch (learned queries of batch 1)
     return query.new_empty(batch, query.shape[2], query.shape[1], value.shape[-1])
 
 

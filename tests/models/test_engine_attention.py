@@ -62,6 +62,16 @@ def test_the_op_is_one_node_to_dynamo():
     assert "scaled_dot_product_attention" not in str(backend.targets())  # not traced into
 
 
+def test_one_graph_serves_every_length():
+    module, backend = _module(), Recording()
+    compiled = torch.compile(lambda q, k, v: ea.engine_attention_forward(module, q, k, v, None)[0],
+                             backend=backend, fullgraph=True, dynamic=True)
+    for length in (7, 13, 29):
+        q, k, v = _qkv(q_length=length, kv_length=length)
+        torch.testing.assert_close(compiled(q, k, v), ea.engine_attention_forward(module, q, k, v, None)[0])
+    assert len(backend.graphs) == 1  # the fake implementation's shapes are symbolic
+
+
 def test_a_graph_break_inside_the_op_does_not_break_the_graph(monkeypatch):
     real = ea._attention
     broke = []
