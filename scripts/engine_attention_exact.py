@@ -12,7 +12,7 @@ which the engine's attention does not return, as neither sdpa nor vLLM's does). 
     differs          by how much, and the tolerance
     errors           the engine's run raised (the message)
     not dispatched   no module of the text side looks its attention up in the registry (nothing changes),
-                     or every layer that does fell back to the model's own function
+                     or none that the feed reaches does (the op was never called)
     no tiny build / no eager run / cannot feed   the type never reaches the comparison
 
 then the counts. `--unmasked` runs ENGINE_ATTENTION_UNMASKED (no mask function, as vLLM registers none:
@@ -86,8 +86,8 @@ def verdict(model_type: str, masks: bool) -> tuple[str, str]:
     detail = f"max abs diff {worst:.3g}, tolerance {tolerance:.3g}, {counter.calls} op calls"
     if worst > tolerance:
         return "differs", detail
-    # Switched, but every layer fell back to the model's own function (sparse attention's indices)
-    return ("exact", detail) if counter.calls else ("not dispatched", f"every layer fell back; {detail}")
+    # Switched, but no module the feed reaches calls the op (git: only its vision tower dispatches)
+    return ("exact", detail) if counter.calls else ("not dispatched", f"the op was never called; {detail}")
 
 
 def _eager(model, ways):

@@ -66,7 +66,8 @@ def attention_op(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, ma
     `mask`: bool (True attends) or additive float, as SDPA takes it; `is_causal` only without one
     (sdpa_attention_forward's rule); `window` > 0: the sliding window made into the mask (causal:
     kv > q - window, as masking_utils' sliding_window_overlay); `softcap` > 0: tanh capping of the
-    scores; `sinks`: one logit per head joined to each softmax and dropped after (gpt_oss's eager)."""
+    scores; `sinks`: a logit per head ([heads]) or per head and token ([batch, heads, tokens, 1]) joined
+    to each softmax and dropped after (gpt_oss's and inkling2's eager functions)."""
     return _attention(query, key, value, mask, scale, is_causal, window, softcap, sinks)
 
 
@@ -82,7 +83,7 @@ def _attention(query, key, value, mask, scale, is_causal, window, softcap, sinks
     if groups > 1:  # transformers' repeat_kv: key/value head h serves query heads h*groups .. h*groups+groups-1
         key, value = key.repeat_interleave(groups, dim=1), value.repeat_interleave(groups, dim=1)
     if window > 0:
-        mask, is_causal = _window_mask(query.shape[2], key.shape[2], window, is_causal, query.device), False
+        mask, is_causal = _windowed(mask, query.shape[2], key.shape[2], window, is_causal, query.device), False
     if softcap > 0 or sinks is not None:
         output = _explicit(query, key, value, mask, scale, is_causal, softcap, sinks)
     else:
@@ -91,12 +92,17 @@ def _attention(query, key, value, mask, scale, is_causal, window, softcap, sinks
     return output.transpose(1, 2).contiguous()
 
 
-def _window_mask(q_length: int, kv_length: int, window: int, causal: bool, device) -> torch.Tensor:
+def _windowed(mask, q_length: int, kv_length: int, window: int, causal: bool, device) -> torch.Tensor:
+    """`mask` (None: causal or not) limited to the sliding window: a given mask holds the causality
+    (inkling's position-bias mask), so only the window's lower bound joins it."""
     q_index = torch.arange(q_length, device=device)[:, None]
     kv_index = torch.arange(kv_length, device=device)[None, :]
-    if causal:  # masking_utils: causal_mask_function and sliding_window_overlay
+    if mask is None and causal:  # masking_utils: causal_mask_function and sliding_window_overlay
         return (kv_index <= q_index) & (kv_index > q_index - window)
-    return (q_index - kv_index).abs() <= window  # sliding_window_bidirectional_overlay
+    if mask is None:
+        return (q_index - kv_index).abs() <= window  # sliding_window_bidirectional_overlay
+    inside = kv_index > q_index - window
+    return mask & inside if mask.dtype == torch.bool else mask.masked_fill(~inside, torch.finfo(mask.dtype).min)
 
 
 def _explicit(query, key, value, mask, scale, is_causal, softcap, sinks):
@@ -113,7 +119,9 @@ def _explicit(query, key, value, mask, scale, is_causal, softcap, sinks):
     if sinks is None:
         weights = torch.softmax(scores, dim=-1, dtype=torch.float32).to(query.dtype)
     else:
-        sink = sinks.reshape(1, -1, 1, 1).expand(scores.shape[0], -1, scores.shape[2], 1).to(scores.dtype)
+        # one logit a head (gpt_oss's parameter), or one a head and token (inkling2's [batch, heads, tokens, 1])
+        sink = sinks.reshape(1, -1, 1, 1) if sinks.dim() == 1 else sinks
+        sink = sink.expand(scores.shape[0], scores.shape[1], scores.shape[2], 1).to(scores.dtype)
         joined = torch.cat([scores, sink], dim=-1)
         joined = joined - joined.max(dim=-1, keepdim=True).values
         weights = torch.softmax(joined, dim=-1, dtype=joined.dtype)[..., :-1].to(query.dtype)
