@@ -1,7 +1,7 @@
 """The engine's attention (auditor/models/engine_attention.py): one opaque op to dynamo, and exact.
 
 Exact against transformers' own functions on random tensors (sdpa_attention_forward; gemma2's and
-gpt_oss's eager functions for softcap, sinks and eager's causal rule; dots3_note's masking of sparse
+gpt_oss's and inkling2's eager functions for softcap, sinks and eager's causal rule; dots3_note's masking of sparse
 indices), and against each model's default attention on real tiny models whose attention calls differ
 (llama, gpt2, gptj, gemma2 with softcap, gpt_oss with sinks, dots3_note_text with sparse indices,
 qwen2 with a sliding window that bites); falcon, whose layers never look the registry up, is left alone.
@@ -129,6 +129,20 @@ def test_softcap_and_sinks_are_what_the_models_eager_functions_compute():
     expected = gpt_oss_eager(_module(sinks=sinks), q, k, v, additive, scaling=0.25)[0]
     torch.testing.assert_close(ea.engine_attention_forward(_module(), q, k, v, None, scaling=0.25, s_aux=sinks)[0],
                                expected)
+
+
+def test_per_token_sinks_with_a_position_bias_are_what_inkling2s_eager_function_computes():
+    from transformers.masking_utils import causal_mask_function, eager_mask
+    from transformers.models.inkling2.modeling_inkling2 import eager_attention_forward
+
+    q, k, v = _qkv()
+    generator = torch.Generator().manual_seed(5)
+    sinks, bias = torch.randn(1, 4, 7, 1, generator=generator) * 4, torch.randn(1, 4, 7, 7, generator=generator)
+    additive = eager_mask(batch_size=1, q_length=7, kv_length=7, mask_function=causal_mask_function)
+    expected = eager_attention_forward(_module(), q, k, v, additive, scaling=0.25, position_bias=bias, sinks=sinks)[0]
+    actual = ea.engine_attention_eager_forward(_module(), q, k, v, additive, scaling=0.25, position_bias=bias,
+                                               sinks=sinks)[0]
+    torch.testing.assert_close(actual, expected)
 
 
 def _outputs(model, lengths=(7, 13)):
