@@ -122,7 +122,8 @@ class _Trial:
             return self._outcome(Status.SKIPPED, f"cannot feed it: {exc}")
         instances = [m for m in self.model.modules() if isinstance(m, self.component.cls)]
         _without_cache(self.model.config)
-        with torch.no_grad():
+        with torch.no_grad(), self._attention() as opaque:
+            self.extras["engine_attention"] = opaque
             _compiling(instances, False)
             eager, feeds, failed = self._eager(call, ways)
             if failed is not None:
@@ -138,6 +139,15 @@ class _Trial:
             if self.semantics.guards:
                 return self._guarded(call, feeds, eager, first, graphs)
             return self._unguarded(call, feeds, eager, first)
+
+    def _attention(self) -> contextlib.AbstractContextManager:
+        """The engine's attention (an opaque op) for eager and compiled runs alike, where the
+        semantics say the engine replaces the model's; yields whether the model dispatches to it."""
+        if not self.semantics.opaque_attention:
+            return contextlib.nullcontext(False)
+        from auditor.models.engine_attention import engine_attention
+
+        return engine_attention(self.model)
 
     def _guarded(self, call, feeds: list[dict], eager: list, first, graphs: int) -> CompileOutcome:
         """Plain semantics: every later size must reuse the first graph, else `recompiled`."""

@@ -99,7 +99,11 @@ class CompileSemantics:
     (vLLM's Transformers backend calls the decoder with `input_ids` and `position_ids` of shape
     [1, T]). `gated`: the engine's gates come first, so a model the engine stops, or whose compile
     a gate turns off (a gate verdict with `compile_enabled: False`), is not compiled.
-    `attention`: the attention implementation the engine puts the model on (None: the model's own).
+    `opaque_attention`: the engine registers its own attention in transformers' attention registry
+    and puts the model on it (vLLM: `_attn_implementation="vllm"`, a custom op dynamo does not trace
+    into), so the check runs the model on an opaque op of the auditor's that computes what the
+    model's own attention does (auditor.models.engine_attention): a graph break inside the
+    attention implementation the engine replaces does not count, one outside it still does.
     """
 
     name: str
@@ -108,7 +112,7 @@ class CompileSemantics:
     encoder_sizes: tuple[int, ...]
     positions: bool = False
     gated: bool = False
-    attention: str | None = None
+    opaque_attention: bool = False
 
 
 # Plain `torch.compile(fullgraph=True)` with the decorator's dims marked: transformers' own

@@ -106,3 +106,40 @@ def test_a_sweep_compiles_as_vllm_by_default_and_says_so(tmp_path):
     # The reports say which semantics the compile column used.
     assert "compiled as vllm" in (tmp_path / "summary.md").read_text()
     assert "<td>vllm</td>" in (tmp_path / "report.html").read_text()
+
+
+def _breaking_sdpa(real):
+    def attention(*args, **kwargs):
+        torch._dynamo.graph_break()  # a break inside the attention implementation
+        return real(*args, **kwargs)
+
+    return attention
+
+
+def test_a_break_inside_the_attention_the_engine_replaces_does_not_count(monkeypatch):
+    from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
+
+    # Mocked: transformers' own sdpa function made to break the graph (no real model breaks only
+    # there today), the real one called after the break. llama dispatches to it.
+    monkeypatch.setitem(ALL_ATTENTION_FUNCTIONS._global_mapping, "sdpa",
+                        _breaking_sdpa(ALL_ATTENTION_FUNCTIONS["sdpa"]))
+    plain = _outcome("llama", "plain")
+    assert plain.status == "graph-break" and "graph_break" in plain.extras["break_reason"]
+    engine = _outcome("llama")
+    assert engine.status == "compiled" and engine.extras["engine_attention"] is True, engine
+
+
+def test_a_break_outside_attention_still_counts_under_the_engines_attention(monkeypatch):
+    from transformers.models.llama.modeling_llama import LlamaMLP
+
+    # Mocked likewise: llama's MLP made to break the graph, outside any attention.
+    real = LlamaMLP.forward
+
+    def forward(self, x):
+        torch._dynamo.graph_break()
+        return real(self, x)
+
+    monkeypatch.setattr(LlamaMLP, "forward", forward)
+    outcome = _outcome("llama")
+    assert outcome.status == "graph-break" and outcome.extras["engine_attention"] is True, outcome
+    assert any(b["function"] == "forward" and b["owner"] == "model" for b in outcome.extras["breaks"])

@@ -36,9 +36,10 @@ ENGINE = Engine(
     # vllm/compilation/wrapper.py (TorchCompileWithNoGuardsWrapper): fullgraph, dynamic=False,
     # every guard dropped, the first graph reused at every length; the Transformers backend's
     # forward (models/transformers/base.py) passes input_ids and position_ids of shape [1, T];
-    # `enable_if=can_enable_torch_compile` (the enable-if gate) can turn compile off. Three
-    # lengths: the first compiles, two more meet the graph it made.
+    # `enable_if=can_enable_torch_compile` (the enable-if gate) can turn compile off; attention
+    # runs through vLLM's own op (base.py, _patch_config). Three lengths: the first compiles, two
+    # more meet the graph it made.
     compile=CompileSemantics("vllm", guards=False, lengths=(7, 13, 29), encoder_sizes=(2, 3, 5),
-                             positions=True, gated=True),
+                             positions=True, gated=True, opaque_attention=True),
     own_compiler=own_compile.own_compiler,
 )
