@@ -3,6 +3,10 @@
 #   1. every model type, --device cuda --backend aot_eager (tracing plus AOT autograd on the GPU);
 #   2. inductor on a fixed sample of twenty common types (text, vision-language, audio,
 #      encoder-decoder), the backend a serving engine uses.
+# Both compile as vLLM compiles (the sweep's default --compile-semantics vllm: its gates first,
+# guards dropped, the first graph reused at 7, 13 and 29 tokens, attention on an opaque op); add
+# AUDITOR_EXTRA=--compile-ungated to compile the types vLLM's gates stop too, or
+# AUDITOR_EXTRA="--compile-semantics plain" for plain torch.compile.
 # It installs nothing: run it where torch with CUDA, transformers and this project are installed
 # (pip install -e . in an environment that has them). Several workers share the one GPU.
 #
