@@ -12,6 +12,7 @@ import torch
 import transformers
 
 import auditor
+import auditor.decorators.support  # named below by its module object
 from auditor.checks.compile_breaks import _explained, break_record, component_breaks, shown_path
 from auditor.core.extras import BreakOwner, GraphBreak
 
