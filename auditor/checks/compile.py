@@ -67,21 +67,20 @@ class CompileCheck(Check):
         if plain is not None:
             yield from self.failed_rows(case, options, plain)
             return
-        tiny = _TinyOnce(case, options)
+        tiny = None  # the tiny model, built when a variant first needs it, or why it cannot be
         for policy, own in variants(options):
             start = time.perf_counter()
             stop = None
             if semantics.gated and not options.compile_ungated:
                 stop = engine_stop(engines.get(semantics.name), case, context, own)
-            if stop is None and tiny.failure is None:
-                tiny.build(context)
-            if stop is None and tiny.failure is not None:
-                stop = (tiny.failure, {})
+            if stop is None:
+                tiny = tiny or _tiny_model(case, context)
+                stop = (tiny, {}) if isinstance(tiny, Failure) else None
             if stop is not None:
                 yield self._row(case, options, policy, stop[0], stop[1], start)
                 continue
-            for component in _components(tiny.model.model, options.compile_encoders):
-                yield _trial(case, self.name, tiny.model, component, options, semantics, policy, own)
+            for component in _components(tiny.model, options.compile_encoders):
+                yield _trial(case, self.name, tiny, component, options, semantics, policy, own)
 
     def failed_rows(self, case: ModelCase, options: Options, failure: Failure) -> list[Result]:
         # Without a model there are no components to find: the decoder stands for them all.
@@ -97,37 +96,30 @@ class CompileCheck(Check):
 
 def variants(options: Options) -> tuple[tuple[str, bool], ...]:
     """(row policy, the engine's own code?) of the compile rows: the project's decorator under
-    --compile-policy, and, where the semantics are an engine's that can compile with its own code
-    and its decorator policy is selected (`--policies ...,vllm`), the engine's own decorator and
-    wrapper, whose rows `auditor agree RUN --policies fixed,vllm` holds the emulation's against."""
+    --compile-policy, and, where the semantics are an engine's that can compile with its own code,
+    the engine's own decorator and wrapper when its policy is selected (Engine.variants, the one
+    rule), whose rows `auditor agree RUN --policies fixed,vllm` holds the emulation's against."""
     engine = engines.semantics_engine(options.compile_semantics)
-    own = engine is not None and engine.own_compiler is not None and engine.decorator.policy in options.policies
-    return ((options.compile_policy, False), *(((engine.decorator.policy, True),) if own else ()))
+    if engine is None or engine.own_compiler is None:
+        return ((options.compile_policy, False),)
+    return tuple((policy or options.compile_policy, own) for policy, own in engine.variants(options.policies))
 
 
-class _TinyOnce:
-    """The tiny model, built the first time a variant needs it; or why it cannot be."""
+def _tiny_model(case: ModelCase, context: CaseContext):
+    """The case's tiny model (auditor.models.tiny.TinyModel), or the Failure of a compile row that
+    says why there is none."""
+    from auditor.checks.tiny import build_device
+    from auditor.models.tiny import ShrinkError, tiny_model
 
-    def __init__(self, case: ModelCase, options: Options) -> None:
-        self.case, self.options = case, options
-        self.model = None
-        self.failure: Failure | None = None
-
-    def build(self, context: CaseContext) -> None:
-        from auditor.checks.tiny import build_device
-        from auditor.models.tiny import ShrinkError, tiny_model
-
-        if self.model is not None:
-            return
-        try:
-            self.model = tiny_model(context.config(), build_device(self.options.device),
-                                    trust_remote_code=bool(self.case.remote_code))
-        except ShrinkError as exc:
-            self.failure = Failure.because(Status.SKIPPED, f"cannot shrink: {exc}")
-        except Exception as exc:  # the tiny check's finding; here only what no other size would fix
-            failure = classify(exc)
-            self.failure = failure if failure.environmental else Failure.because(
-                Status.SKIPPED, f"the tiny model does not build: {failure.message}")
+    try:
+        return tiny_model(context.config(), build_device(context.options.device),
+                          trust_remote_code=bool(case.remote_code))
+    except ShrinkError as exc:
+        return Failure.because(Status.SKIPPED, f"cannot shrink: {exc}")
+    except Exception as exc:  # the tiny check's finding; here only what no other size would fix
+        failure = classify(exc)
+        return failure if failure.environmental else Failure.because(
+            Status.SKIPPED, f"the tiny model does not build: {failure.message}")
 
 
 def engine_stop(engine: Engine, case: ModelCase, context: CaseContext, own: bool = False) -> tuple[Failure, dict] | None:

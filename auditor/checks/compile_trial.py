@@ -60,7 +60,7 @@ class Compiler:
     context: Callable[[], contextlib.AbstractContextManager] = contextlib.nullcontext
 
 
-def own_compiler(options, semantics) -> Compiler:
+def project_compiler(options, semantics) -> Compiler:
     """The project's decorator under `options.compile_policy`, compiling on `options.backend`
     with the guards `semantics` keeps."""
     from auditor.decorators import OwnDecorator
@@ -82,11 +82,11 @@ def engine_compiler(engine, options) -> Compiler:
 def compile_component(config, component, options, semantics, trust_remote_code: bool = False,
                       compiler: Compiler | None = None) -> CompileOutcome:
     """The compile outcome of `component` (auditor.models.components.Component) of `config`'s tiny
-    model, compiled by `compiler` (default: the project's decorator, own_compiler)."""
+    model, compiled by `compiler` (default: the project's decorator, project_compiler)."""
     from auditor.decorators import DecorateError, decorated
     from auditor.models.tiny import build_tiny
 
-    compiler = compiler or own_compiler(options, semantics)
+    compiler = compiler or project_compiler(options, semantics)
     try:
         with compiler.context(), decorated(component.cls, compiler.decorator, component.dynamic_arg_dims):
             try:
