@@ -16,6 +16,7 @@ from auditor.api.sweeps import SweepEvents, SweepRequest, make_request, run_requ
 from auditor.cli import EXIT_FAILED, EXIT_FINDINGS, EXIT_INTERRUPTED, EXIT_OK
 from auditor.cli.progress import Progress
 from auditor.core.errors import RunInterrupted, RunStopped
+from auditor.report.files import REPORT_FILES
 from auditor.sweeping.options import add_arguments, values_of
 
 # The defaults as the command line spells them (upgrade-check and bisect pass them to their sides).
@@ -49,11 +50,12 @@ def run_sweep(args: argparse.Namespace) -> int:
               f"every finished row is in {stop.results_path}.\nResume with: {stop.resume_command}",
               file=sys.stderr)
         return EXIT_FAILED
+    _print_verdicts(outcome.run)
     print(f"Done: {outcome.done} model type{'s' if outcome.done != 1 else ''} in {events.elapsed():.0f} s."
           if outcome.total else "Done: nothing to do.", file=sys.stderr)
     _print_findings(outcome.run)
-    print(f"Results in {outcome.outdir}/ (report.html, summary.md, results.csv, matrix.csv)", file=sys.stderr)
-    for extra in outcome.files[4:]:
+    print(f"Results in {outcome.outdir}/ ({', '.join(REPORT_FILES)})", file=sys.stderr)
+    for extra in outcome.files[len(REPORT_FILES):]:
         print(f"Wrote {extra}", file=sys.stderr)
     if outcome.worker_log is not None:
         print(f"Workers' own output (transformers warnings, crash tracebacks): {outcome.worker_log}", file=sys.stderr)
@@ -99,3 +101,13 @@ def _print_findings(run) -> None:
 
     for finding in findings(build_matrix([run])):
         print(f"  {finding.text()}", file=sys.stderr)
+
+
+def _print_verdicts(run) -> None:
+    """The end summary opens with each engine's verdict line (the one that heads summary.md and
+    report.html; serve.csv has every type's verdict)."""
+    from auditor.report.serve import headlines, verdicts
+
+    found = headlines(verdicts([run]))
+    for headline in found:
+        print(f"{headline.environment}: {headline.text}" if len(found) > 1 else headline.text, file=sys.stderr)

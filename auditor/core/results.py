@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from auditor.core.engineinfo import EngineInfo
 from auditor.core.errors import InputError
 from auditor.core.status import Status
 
@@ -92,6 +93,12 @@ class RunInfo:
     # What else decides what a cell means (policies, device, backend, compile options, plugins,
     # online): `auditor sweep --resume` refuses to add rows to a run of another experiment.
     experiment: dict[str, Any] = field(default_factory=dict)
+    engines: tuple[EngineInfo, ...] = ()  # the serving engines the run checked (auditor.core.engineinfo)
+
+    @property
+    def engine_versions(self) -> str:
+        """The engines' versions in one line ("" for a run that recorded none)."""
+        return "; ".join(engine.text for engine in self.engines)
 
     @property
     def environment(self) -> str:
@@ -113,6 +120,7 @@ class RunInfo:
     def to_json(self) -> dict[str, Any]:
         data = dataclasses.asdict(self)
         data["checks"] = list(self.checks)
+        data["engines"] = [engine.to_json() for engine in self.engines]
         return {"kind": "header", "format_version": FORMAT_VERSION, "run": data}
 
     @classmethod
@@ -120,6 +128,7 @@ class RunInfo:
         names = {f.name for f in dataclasses.fields(cls)}
         values = {k: v for k, v in data.items() if k in names}
         values["checks"] = tuple(values.get("checks", ()))
+        values["engines"] = tuple(EngineInfo.from_json(e) for e in values.get("engines", ()))
         return cls(**values)
 
 

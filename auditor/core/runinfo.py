@@ -33,7 +33,9 @@ def git_revision() -> str:
 
 
 def probe(command: str, device: str, checks: tuple[str, ...], label: str = "", shard: str = "",
-          experiment: dict | None = None) -> RunInfo:
+          experiment: dict | None = None, engines: tuple = ()) -> RunInfo:
+    """The run's header; `engines`: the EngineInfo of each serving engine the sweep checks (the
+    engines layer makes them: core cannot know the engines)."""
     from auditor import __version__
 
     return RunInfo(
@@ -53,6 +55,7 @@ def probe(command: str, device: str, checks: tuple[str, ...], label: str = "", s
         label=label,
         shard=shard,
         experiment=dict(experiment or {}),
+        engines=tuple(engines),
     )
 
 

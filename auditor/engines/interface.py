@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from auditor.core.engineinfo import EMULATED, EngineInfo
 from auditor.core.hints import install_hint
 from auditor.core.status import Failure, Status, message_of
 
@@ -37,6 +38,16 @@ class Verdict:
 
     def outcome(self) -> tuple[Status, str, dict]:
         return (Status.BUILD if self.ok else Status.UNSUPPORTED), self.message, dict(self.extras)
+
+
+def _release(version: str) -> str:
+    """A version without its local label: a CPU build's `0.33.0+cpu` is release 0.33.0."""
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        return Version(version).public
+    except InvalidVersion:
+        return version
 
 
 def passed(outcome: Outcome) -> bool:
@@ -135,6 +146,9 @@ class Engine:
     meet: Callable[..., Iterator[tuple[str, Outcome]]]
     build: BuildSettings
     decorator: EngineDecorator
+    # The engine version the emulation follows (its gates' code and messages are that release's):
+    # the version its verdicts claim, and the only one its own-code rows may run (claim_problem).
+    follows: str
     # The engine's own config class for a model type, where it replaces transformers' (None
     # when it does not); needs the engine.
     config_class: Callable[[str], type | None] | None = None
@@ -154,7 +168,27 @@ class Engine:
         try:
             return importlib.metadata.version(self.package)
         except importlib.metadata.PackageNotFoundError:
-            return "emulated"
+            return EMULATED
+
+    def claim_problem(self) -> str | None:
+        """Why a sweep with this engine's own-code rows would claim a version the auditor does not
+        follow (None when it would not): those rows run the installed engine's functions, but the
+        gates it cannot call piecemeal (its build, say) and the decorator's adapter are the
+        emulation of `follows`, so under another installed version they would mix two releases
+        and name neither. The emulation's rows alone always claim `follows`, installed or not."""
+        if not self.installed or _release(self.version) == _release(self.follows):
+            return None
+        return (f"{self.title} {self.version} is installed, but the auditor's {self.title} emulation follows "
+                f"{self.title} {self.follows}: the rows of policy {self.decorator.policy!r} would mix "
+                f"{self.version}'s own functions with {self.follows}'s emulation. Install "
+                f"{self.package}=={self.follows}, or leave policy {self.decorator.policy!r} out to get the "
+                f"emulation's verdicts for {self.title} {self.follows}")
+
+    def record(self) -> EngineInfo:
+        """What a run's header records of this engine (the reports judge by it)."""
+        return EngineInfo(name=self.name, title=self.title, version=self.version, follows=self.follows,
+                          gates=self.gate_names, stopping=tuple(g for g in self.gate_names if g in self.stopping),
+                          policy=self.decorator.policy)
 
     @property
     def install_hint(self) -> str:

@@ -19,6 +19,7 @@ from auditor.report.summary import Counts
 
 # The fields of RunInfo that decide what a cell means, as people name them.
 VARIABLES = (("Python", "python"), ("transformers", "transformers"), ("torch", "torch"),
+             ("serving engines", "engine_versions"),
              ("platform", "platform"), ("device", "device"), ("compile semantics", "compile_semantics"))
 
 

@@ -15,16 +15,16 @@ from auditor.report.diff_render import render_diff_html, render_diff_markdown
 from auditor.report.junit import render_diff_junit, render_junit
 from auditor.report.markdown import render_summary
 from auditor.report.page import render_report
-from auditor.report.tables import csv_text, long_frame, matrix_frame
+from auditor.report.tables import csv_text, long_frame, matrix_frame, serve_frame
 
-REPORT_FILES = ("report.html", "results.csv", "matrix.csv", "summary.md")
+REPORT_FILES = ("report.html", "results.csv", "matrix.csv", "summary.md", "serve.csv")
 DIFF_FILES = ("diff.md", "diff.html")
 
 
 def report_texts(runs: Sequence[Run]) -> dict[str, str]:
     """File name -> content of the report files."""
     return dict(zip(REPORT_FILES, (render_report(runs), csv_text(long_frame(runs)), csv_text(matrix_frame(runs)),
-                                   render_summary(runs)), strict=True))
+                                   render_summary(runs), csv_text(serve_frame(runs))), strict=True))
 
 
 def diff_texts(diff: RunDiff) -> dict[str, str]:
@@ -32,7 +32,7 @@ def diff_texts(diff: RunDiff) -> dict[str, str]:
 
 
 def write_report(runs: Sequence[Run], outdir: Path) -> list[Path]:
-    """Write report.html, results.csv, matrix.csv and summary.md of `runs` into `outdir`;
+    """Write report.html, results.csv, matrix.csv, summary.md and serve.csv of `runs` into `outdir`;
     OSError propagates."""
     return _write(report_texts(runs), Path(outdir))
 

@@ -24,6 +24,7 @@ from auditor.core.results import Run
 from auditor.report.breaks import break_groups
 from auditor.report.environments import differences, sentence
 from auditor.report.matrix import Matrix, build_matrix, column_order, environment_infos
+from auditor.report.serve import headlines, verdicts
 from auditor.report.statuses import rank
 from auditor.report.summary import failure_groups
 
@@ -59,17 +60,20 @@ def render_summary(runs: Sequence[Run], *, limit: int = LIMIT) -> str:
 def _heading(runs: Sequence[Run], matrix: Matrix) -> list[str]:
     types = len(matrix.rows)
     columns = len({c.column for c in matrix.columns})
-    lines = [f"### auditor: {types} model type{'s' if types != 1 else ''}, {columns} column{'s' if columns != 1 else ''}"]
+    lines = [f"### auditor: {types} model type{'s' if types != 1 else ''}, {columns} column{'s' if columns != 1 else ''}",
+             *_verdicts(runs)]
     infos = list(environment_infos(runs).items())
     if len(infos) == 1:
         info = infos[0][1]
         lines.append(f"Python {_esc(info.python)} · transformers {_esc(info.transformers)} · "
                      f"torch {_esc(info.torch)} · device {_esc(info.device)} · {_esc(info.platform)}"
-                     + (f" · compiled as {_esc(info.compile_semantics)}" if info.compile_semantics else ""))
+                     + (f" · compiled as {_esc(info.compile_semantics)}" if info.compile_semantics else "")
+                     + (f" · engines: {_esc(info.engine_versions, 400)}" if info.engines else ""))
     else:
-        lines += ["", "| environment | Python | transformers | torch | device | platform |", "|---|---|---|---|---|---|"]
+        lines += ["", "| environment | Python | transformers | torch | engines | device | platform |",
+                  "|---|---|---|---|---|---|---|"]
         lines += [f"| {_esc(env)} | {_esc(i.python)} | {_esc(i.transformers)} | {_esc(i.torch)} | "
-                  f"{_esc(i.device)} | {_esc(i.platform)} |" for env, i in infos]
+                  f"{_esc(i.engine_versions or '-', 400)} | {_esc(i.device)} | {_esc(i.platform)} |" for env, i in infos]
         differ = sentence(differences(runs))
         if differ:
             lines += ["", f"**The environments differ in {_esc(differ, 400)}**: a difference between "
@@ -81,6 +85,30 @@ def _heading(runs: Sequence[Run], matrix: Matrix) -> list[str]:
     lines.append(f"{len(matrix.cells())} cells: {failing} failing" +
                  (f", {expected} failing as expected by design (by-reference pickle of remote code)" if expected else ""))
     return lines
+
+
+def _verdicts(runs: Sequence[Run]) -> list[str]:
+    """Each environment's verdict line (auditor.report.serve), bold, with its lists folded: the
+    types each engine stops, with the gate and the engine's message, and those only one serves."""
+    found = headlines(verdicts(runs))
+    lines: list[str] = []
+    for headline in found:
+        where = f"{_esc(headline.environment)}: " if len(found) > 1 else ""
+        lines += ["", f"**{where}{_esc(headline.text, 1000)}**"]
+        for tally in headline.tallies:
+            stops = [f"- {_esc(v.model_type)} · {_esc(v.text, 2 * NAME_WIDTH)}" for v in tally.stopped + tally.undecided]
+            lines += _folded(f"{_esc(tally.label())} does not serve {len(stops)}", stops)
+        split = [f"- {_esc(title)} only ({len(types)}): {', '.join(_esc(t) for t in types[:LIST_NAMES])}"
+                 + (" ..." if len(types) > LIST_NAMES else "") for title, types in headline.only if types]
+        lines += _folded(f"{len(headline.split)} that one engine serves and another does not", split)
+    return [*lines, ""] if lines else []
+
+
+def _folded(summary: str, items: list[str]) -> list[str]:
+    if not items:
+        return []
+    more = [f"- ... and {len(items) - LIST_NAMES} more (serve.csv has them all)"] if len(items) > LIST_NAMES else []
+    return ["", f"<details><summary>{summary}</summary>", "", *items[:LIST_NAMES], *more, "", "</details>"]
 
 
 def _policies(runs: Sequence[Run]) -> list[str]:

@@ -13,6 +13,7 @@ from auditor.report.charts import horizontal_bars
 from auditor.report.environments import differences, group_labels, sentence, side_by_side
 from auditor.report.matrix import build_matrix, run_name
 from auditor.report.ranges import release_ranges
+from auditor.report.serve import headlines, unreachable, verdicts
 from auditor.report.shards import shard_coverage
 from auditor.report.statuses import legend
 from auditor.report.summary import (
@@ -22,7 +23,6 @@ from auditor.report.summary import (
     environment_counts,
     failure_groups,
     findings,
-    unreachable,
 )
 
 FAILURES_SHOWN = 30
@@ -53,6 +53,7 @@ def render_report(runs: Sequence[Run], title: str = "Model sweep report") -> str
     messages = _message_ids(cells)
     breaks = break_groups(matrix)
     columns = matrix.columns
+    marked = unreachable(runs)
     context = dict(
         title=title,
         runs=[run_view(r) for r in runs],
@@ -71,8 +72,9 @@ def render_report(runs: Sequence[Run], title: str = "Model sweep report") -> str
         differ_in=sentence(differ),
         group_labels=group_labels(differ),
         findings=findings(matrix),
-        unreachable=unreachable(matrix),
-        unreachable_types=sorted({model_type for _, model_type in unreachable(matrix)}),
+        serve_headlines=headlines(verdicts(runs)),
+        unreachable=marked,
+        unreachable_types=sorted({model_type for _, model_type in marked}),
         env_chart=horizontal_bars(environment_counts(matrix), "Status counts per environment"),
         failures=all_failures[:FAILURES_SHOWN],
         more_failures=max(0, len(all_failures) - FAILURES_SHOWN),

@@ -168,24 +168,3 @@ def counted_apart(matrix: Matrix) -> tuple[Apart, ...]:
         if groups:
             found.append(Apart(which, sum(g.count for g in groups), groups[0]))
     return tuple(found)
-
-
-# The backend check's gates whose failure means vLLM never serves the type (its rows are
-# `backend/<gate>`; the pipeline-parallel plan and the version floors stop nothing).
-_STOPPING_GATES = ("backend/registry", "backend/build", "backend/enable-if", "backend/tp-plan", "backend/attention")
-
-
-def unreachable(matrix: Matrix) -> dict[tuple[str, str], str]:
-    """(environment, model type) -> the backend gate that stops vLLM's Transformers backend for
-    it, as "column: status". The decorate cells of those types are verdicts no vLLM user can
-    reach; the report keeps them and marks them."""
-    found: dict[tuple[str, str], str] = {}
-    columns = matrix.columns
-    for row in matrix.rows:
-        for column, cell in zip(columns, row.cells, strict=True):
-            key = (column.environment, row.model_type)
-            if cell is None or key in found or column.column not in _STOPPING_GATES:
-                continue
-            if cell.outcome not in (Outcome.PASS, Outcome.SKIPPED):  # the gate failed: vLLM stops there
-                found[key] = f"{column.column}: {cell.status}"
-    return found

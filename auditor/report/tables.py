@@ -9,6 +9,7 @@ import pandas as pd
 from auditor.core.extras import ModelFacts
 from auditor.core.results import Run
 from auditor.report.matrix import build_matrix
+from auditor.report.serve import verdicts
 
 LONG_COLUMNS = [
     "environment", "model_type", "check", "component", "policy", "column",
@@ -56,6 +57,25 @@ def matrix_frame(runs: Sequence[Run]) -> pd.DataFrame:
     names = [column.key if several else column.column for column in matrix.columns]
     rows = [[row.model_type, *(cell.status.value if cell is not None else "" for cell in row.cells)] for row in matrix.rows]
     return pd.DataFrame(rows, columns=["model_type", *names], dtype=object)
+
+
+def serve_frame(runs: Sequence[Run]) -> pd.DataFrame:
+    """serve.csv: one row per model type (and environment, when several), per engine the runs
+    recorded `serve/<engine>` (its verdict: "servable", "stops at <gate>: <message>") and, where
+    the run compiled with that engine's semantics, `serve/<engine>/compile`."""
+    found = verdicts(runs)
+    several = len({v.environment for v in found}) > 1
+    compiled = {v.engine.name for v in found if v.compiles is not None}
+    names = list(dict.fromkeys(v.engine.name for v in found))
+    columns = [c for name in names for c in (f"serve/{name}", *((f"serve/{name}/compile",) if name in compiled else ()))]
+    rows: dict[tuple[str, str], dict[str, str]] = {}
+    for v in found:
+        row = rows.setdefault((v.environment, v.model_type), {"environment": v.environment, "model_type": v.model_type})
+        row[f"serve/{v.engine.name}"] = v.text
+        if v.engine.name in compiled:
+            row[f"serve/{v.engine.name}/compile"] = v.compile_text
+    heads = ["environment", "model_type"] if several else ["model_type"]
+    return pd.DataFrame(list(rows.values()), columns=[*heads, *columns], dtype=object).fillna("")
 
 
 def csv_text(frame: pd.DataFrame) -> str:

@@ -21,19 +21,21 @@ _ENVIRONMENT = (
     ("Python", "python", "the Python that runs the auditor"),
     ("torch", "torch", "the installed torch"),
     ("transformers", "transformers", "the installed transformers"),
+    ("serving engines", "engine_versions", "the installed serving engines (auditor.core.engineinfo)"),
 )
 _LISTS = (Kind.NAMES, Kind.LIST, Kind.PATHS)
 
 
 def header(plan: SweepPlan):
     """The RunInfo of the plan's results header."""
+    from auditor import engines
     from auditor.core.runinfo import describe_device, probe
 
     request = plan.request
     return probe(request.command or command_line(request, plan.outdir),
                  device=describe_device(request.device) if plan.runs_models else "meta",
                  checks=request.checks, label=request.label, shard=shard_text(request.shard),
-                 experiment=experiment(plan))
+                 experiment=experiment(plan), engines=tuple(engine.record() for engine in engines.all()))
 
 
 def experiment(plan: SweepPlan) -> dict:

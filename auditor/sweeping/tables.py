@@ -1,4 +1,4 @@
-"""The tables step: results.csv, matrix.csv, report.html and summary.md from results.jsonl, and
+"""The tables step: results.csv, matrix.csv, report.html, summary.md and serve.csv from results.jsonl, and
 the JUnit XML and Markdown files a request asks for."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from auditor.core.results import Run, read_run
 
 
 class Tables:
-    """results.csv, matrix.csv, report.html and summary.md, from everything in results.jsonl.
+    """results.csv, matrix.csv, report.html, summary.md and serve.csv, from everything in results.jsonl.
 
     Once the last model type's rows are written they are made on a thread of their own, while
     the workers and the Ray cluster stop (a second or more each); `finish()` waits for them. An
@@ -41,7 +41,7 @@ class Tables:
 
 
 def write_tables(outdir: Path) -> tuple[Run, tuple[Path, ...]]:
-    """results.csv, matrix.csv, report.html and summary.md from everything in results.jsonl."""
+    """results.csv, matrix.csv, report.html, summary.md and serve.csv from everything in results.jsonl."""
     from auditor.report import write_report
 
     run = read_run(outdir)

@@ -32,6 +32,7 @@ ENGINE = Engine(
     meet=meeting.meet,
     build=BuildSettings(build=build.build_like_vllm, observe=build.reads_attention),
     decorator=EngineDecorator(policy="vllm", spec="auditor.engines.vllm.decorator:support_torch_compile"),
+    follows="0.33.0",  # every gate and message here cites vLLM 0.33.0's source
     config_class=config.config_class,
     # vllm/compilation/wrapper.py (TorchCompileWithNoGuardsWrapper): fullgraph, dynamic=False,
     # every guard dropped, the first graph reused at every length; the Transformers backend's

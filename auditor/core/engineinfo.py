@@ -1,0 +1,56 @@
+"""What a run's header records of each serving engine it checked (EngineInfo).
+
+The reports must judge a model type by the engine's own rule (which gates stop it), and they may
+import only `core`: so a sweep writes, into its header, what each `Engine` (auditor.engines)
+said at the time: its versions, its gates in order, which of them stop it, and the policy of its
+own-code rows. A report reads that record, never a copy of the rule; a run is judged by the rule
+of the auditor that wrote it, as its rows were. Runs written before the record existed have none
+(no verdicts, no versions shown).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+EMULATED = "emulated"  # the version of an engine that is not installed: only its emulation ran
+
+
+@dataclass(frozen=True)
+class EngineInfo:
+    """One engine as a run met it.
+
+    `version`: the installed engine's version, or "emulated"; `follows`: the engine version its
+    emulation follows (the gates' code and messages are that version's); `gates`: the backend
+    check's components of this engine, in the order it meets a model; `stopping`: those whose
+    failure means it never serves the type; `policy`: the policy of the rows its own functions
+    computed (the engine's decorator policy)."""
+
+    name: str
+    title: str
+    version: str
+    follows: str
+    gates: tuple[str, ...]
+    stopping: tuple[str, ...]
+    policy: str
+
+    @property
+    def installed(self) -> bool:
+        return self.version != EMULATED
+
+    @property
+    def text(self) -> str:
+        """`vLLM 0.33.0 (installed; emulation follows 0.33.0)` or `vLLM emulated (follows 0.33.0)`."""
+        if self.installed:
+            return f"{self.title} {self.version} (installed; emulation follows {self.follows})"
+        return f"{self.title} {EMULATED} (follows {self.follows})"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "title": self.title, "version": self.version, "follows": self.follows,
+                "gates": list(self.gates), "stopping": list(self.stopping), "policy": self.policy}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> EngineInfo:
+        return cls(name=data["name"], title=data["title"], version=data["version"], follows=data["follows"],
+                   gates=tuple(data["gates"]), stopping=tuple(data["stopping"]), policy=data.get("policy", ""))

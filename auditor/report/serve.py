@@ -1,0 +1,238 @@
+"""One verdict per model type and serving engine: would the engine serve it, and compile it?
+
+A verdict is a reading of several rows, not a row: the backend check writes one row per gate, and
+the verdict is the first stopping gate that failed, in the engine's order. It is therefore a
+table derived here, by the report layer, from the rows and from what the run's header recorded
+of each engine (auditor.core.engineinfo: its gates in order and which of them stop it, the
+engine's own rule, never a copy), and it is written apart (serve.csv) instead of as matrix
+columns: the matrix holds one row's status per cell, and the diff, the nightly history,
+`--fail-on` and JUnit count its cells, so a verdict there would count every stopped type twice
+(a finding in its gate's column and again in its verdict's).
+
+A verdict reads the engine's own-code rows (policy `EngineInfo.policy`) where the run has them
+(the engine's functions are the reference the emulation is held to), the emulation's otherwise,
+and says which. A stopping gate that failed for the machine's reasons (a timeout, a missing
+package, the auditor's own error) decides nothing: the type is `undecided`, counted apart.
+Whether the engine would compile a type comes from the compile check's rows of a run that
+compiled with that engine's semantics (`--compile-semantics`), and is left blank otherwise.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from enum import Enum
+
+from auditor.core.engineinfo import EngineInfo
+from auditor.core.outcome import Outcome, outcome
+from auditor.core.results import Result, Run
+from auditor.core.status import ENVIRONMENTAL, Status
+from auditor.report.matrix import cell_results, environment_infos
+
+# A stopping gate that failed with one of these is the machine's or the auditor's failure, or
+# the auditor could not make the model's default config: the engine's answer is unknown.
+UNDECIDED = ENVIRONMENTAL | {Status.TIMEOUT, Status.CRASH, Status.AUDITOR_ERROR, Status.CONFIG_ERROR}
+
+
+class Serves(str, Enum):
+    SERVABLE = "servable"
+    STOPS = "stops"
+    UNDECIDED = "undecided"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+class Compiles(str, Enum):
+    """The compile check's answer for a type the engine serves, under the engine's semantics."""
+
+    YES = "compiles"
+    NO = "does not compile"
+    NOT_COMPILED = "not compiled"  # every compile row skipped: compile turned off, no tiny model, ...
+    UNDECIDED = "undecided"  # a row failed for the machine's reasons (UNDECIDED), none for the model's
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass(frozen=True)
+class ServeVerdict:
+    environment: str
+    model_type: str
+    engine: EngineInfo
+    serves: Serves
+    own: bool  # read from the engine's own-code rows (else the emulation's)
+    gate: str = ""  # the deciding gate's column, when the type is not servable
+    status: Status | None = None  # that gate's status
+    message: str = ""  # that gate's message (the engine's own, for `unsupported`)
+    compiles: Compiles | None = None  # None: not checked under this engine's semantics
+    compile_note: str = ""  # which compile column failed and how, or why nothing compiled
+
+    @property
+    def text(self) -> str:
+        """`servable`, `stops at backend/attention: <the engine's message>`, `undecided: ...`."""
+        if self.serves is Serves.SERVABLE:
+            return str(Serves.SERVABLE)
+        if self.serves is Serves.STOPS:
+            return f"stops at {self.gate}: {self.message}"
+        return f"undecided: {self.gate}: {self.status}: {self.message}"
+
+    @property
+    def compile_text(self) -> str:
+        if self.compiles is None:
+            return ""
+        return f"{self.compiles}: {self.compile_note}" if self.compile_note else str(self.compiles)
+
+
+def verdicts(runs: Sequence[Run]) -> tuple[ServeVerdict, ...]:
+    """One verdict per environment, engine the run recorded, and model type with its backend
+    rows; in environment, engine and model type order."""
+    cells = cell_results(runs)
+    by_env: dict[str, dict[str, dict[str, Result]]] = {}
+    for (env, model_type, column), result in cells.items():
+        by_env.setdefault(env, {}).setdefault(model_type, {})[column] = result
+    found = []
+    for env, info in environment_infos(runs).items():
+        types = by_env.get(env, {})
+        compiled_as = info.compile_semantics
+        for engine in info.engines:
+            for model_type in sorted(types):
+                verdict = _verdict(env, model_type, engine, types[model_type])
+                if verdict is not None:
+                    if compiled_as == engine.name and verdict.serves is Serves.SERVABLE:
+                        verdict = _with_compile(verdict, types[model_type])
+                    found.append(verdict)
+    return tuple(found)
+
+
+def _gate_columns(engine: EngineInfo, own: bool) -> list[tuple[str, str]]:
+    """(gate, its column) of an engine's rows: `backend/<gate>`, or `backend/<gate>/<policy>`."""
+    suffix = f"/{engine.policy}" if own else ""
+    return [(gate, f"backend/{gate}{suffix}") for gate in engine.gates]
+
+
+def _verdict(env: str, model_type: str, engine: EngineInfo, rows: dict[str, Result]) -> ServeVerdict | None:
+    own = bool(engine.policy) and any(column in rows for _, column in _gate_columns(engine, True))
+    columns = _gate_columns(engine, own)
+    if not any(column in rows for _, column in columns):
+        return None  # the backend check did not run on this type
+    stopping = set(engine.stopping)
+    for gate, column in columns:
+        row = rows.get(column)
+        if row is None or gate not in stopping or outcome(row.status, row.extras) is not Outcome.FINDING:
+            continue
+        serves = Serves.UNDECIDED if row.status in UNDECIDED else Serves.STOPS
+        return ServeVerdict(env, model_type, engine, serves, own, column, row.status, row.message)
+    return ServeVerdict(env, model_type, engine, Serves.SERVABLE, own)
+
+
+def _with_compile(verdict: ServeVerdict, rows: dict[str, Result]) -> ServeVerdict:
+    """The verdict with the compile check's answer: its own-code rows where there are any."""
+    compile_rows = {column: row for column, row in rows.items() if row.check == "compile"}
+    own = {c: r for c, r in compile_rows.items() if r.policy == verdict.engine.policy}
+    chosen = own or {c: r for c, r in compile_rows.items() if r.policy != verdict.engine.policy}
+    if not chosen:
+        return verdict
+    outcomes = {column: outcome(row.status, row.extras) for column, row in sorted(chosen.items())}
+    failing = [column for column, o in outcomes.items() if o is Outcome.FINDING]
+    decided = [column for column in failing if chosen[column].status not in UNDECIDED]
+    if failing:
+        column = (decided or failing)[0]
+        compiles, note = (Compiles.NO if decided else Compiles.UNDECIDED), f"{column}: {chosen[column].status}"
+    elif any(o is Outcome.PASS for o in outcomes.values()):
+        compiles, note = Compiles.YES, ""
+    else:
+        compiles, note = Compiles.NOT_COMPILED, next(iter(sorted(chosen.items())))[1].message
+    return replace(verdict, compiles=compiles, compile_note=note)
+
+
+def unreachable(runs: Sequence[Run]) -> dict[tuple[str, str], str]:
+    """(environment, model type) -> how every engine the run checked stops it ("vLLM stops at
+    backend/registry (unsupported)"), for the types no engine serves: their decorate cells are
+    verdicts no user of those engines reaches, and the report keeps them and marks them. A type
+    one engine serves stays unmarked."""
+    by_type: dict[tuple[str, str], list[ServeVerdict]] = {}
+    for verdict in verdicts(runs):
+        by_type.setdefault((verdict.environment, verdict.model_type), []).append(verdict)
+    return {key: "; ".join(f"{v.engine.title} stops at {v.gate} ({v.status})" for v in found)
+            for key, found in by_type.items() if all(v.serves is Serves.STOPS for v in found)}
+
+
+@dataclass(frozen=True)
+class EngineTally:
+    """One engine's verdicts in one environment, as the headline counts them."""
+
+    engine: EngineInfo
+    own: bool
+    served: tuple[str, ...]
+    stopped: tuple[ServeVerdict, ...]
+    undecided: tuple[ServeVerdict, ...]
+    compiled: tuple[str, ...] | None  # of `served`, the types that compile; None: not checked
+
+    @property
+    def total(self) -> int:
+        return len(self.served) + len(self.stopped) + len(self.undecided)
+
+    def label(self, first: bool = False) -> str:
+        """`vLLM 0.33.0 (Transformers backend, emulated)`: the version the verdicts claim (the
+        installed one for the engine's own code, which validation holds to the followed release;
+        the followed one for the emulation)."""
+        version = self.engine.version if self.own else self.engine.follows
+        source = "own code" if self.own else "emulated"
+        return f"{self.engine.title} {version} ({'Transformers backend, ' if first else ''}{source})"
+
+    def counts(self, first: bool) -> str:
+        served = len(self.served)
+        text = f"would serve {served} of {self.total} model types" if first else str(served)
+        if self.compiled is not None:
+            text += f" ({len(self.compiled)} of them compile)"
+        return text + (f" ({len(self.undecided)} undecided)" if self.undecided else "")
+
+
+@dataclass(frozen=True)
+class Headline:
+    """The verdict line of one environment, and the lists it folds."""
+
+    environment: str
+    tallies: tuple[EngineTally, ...]
+    only: tuple[tuple[str, tuple[str, ...]], ...]  # (engine, the types it alone serves), with 2+ engines
+
+    @property
+    def split(self) -> tuple[str, ...]:
+        """The types some engine serves and another does not."""
+        return tuple(sorted({t for _, types in self.only for t in types}))
+
+    @property
+    def text(self) -> str:
+        """`vLLM 0.33.0 (Transformers backend, emulated) would serve 3 of 4 model types; SGLang
+        0.5.23 (emulated) 2; 1 that one serves and the other does not`."""
+        parts = [f"{tally.label(i == 0)} {tally.counts(i == 0)}" for i, tally in enumerate(self.tallies)]
+        if len(self.tallies) > 1:
+            who = "one serves and the other does not" if len(self.tallies) == 2 else "some serve and others do not"
+            parts.append(f"{len(self.split)} that {who}")
+        return "; ".join(parts)
+
+
+def headlines(found: Sequence[ServeVerdict]) -> tuple[Headline, ...]:
+    """One headline per environment that has verdicts, in the order of `found`."""
+    by_env: dict[str, dict[str, list[ServeVerdict]]] = {}
+    for verdict in found:
+        by_env.setdefault(verdict.environment, {}).setdefault(verdict.engine.name, []).append(verdict)
+    result = []
+    for env, by_engine in by_env.items():
+        tallies = tuple(_tally(group) for group in by_engine.values())
+        served = {tally.engine.title: set(tally.served) for tally in tallies}
+        only = tuple((title, tuple(sorted(types - set().union(*(s for t, s in served.items() if t != title)))))
+                     for title, types in served.items()) if len(tallies) > 1 else ()
+        result.append(Headline(env, tallies, only))
+    return tuple(result)
+
+
+def _tally(group: Sequence[ServeVerdict]) -> EngineTally:
+    served = tuple(v.model_type for v in group if v.serves is Serves.SERVABLE)
+    checked = [v for v in group if v.serves is Serves.SERVABLE and v.compiles is not None]
+    return EngineTally(
+        engine=group[0].engine, own=group[0].own, served=served,
+        stopped=tuple(v for v in group if v.serves is Serves.STOPS),
+        undecided=tuple(v for v in group if v.serves is Serves.UNDECIDED),
+        compiled=tuple(v.model_type for v in checked if v.compiles is Compiles.YES) if checked else None)
