@@ -1,9 +1,12 @@
-"""The report marks the decorate cells of model types that a backend gate stops (kept, not hidden)."""
+"""The report marks the decorate cells of model types that a backend gate stops (kept, not hidden).
 
+Which gates stop comes from the engine (Engine.stopping), as the run's header records it.
+"""
+
+from auditor import engines
 from auditor.core.results import read_run
-from auditor.report.matrix import build_matrix
 from auditor.report.page import render_report
-from auditor.report.summary import unreachable
+from auditor.report.serve import unreachable
 from tests.report.helpers import result, write_run
 
 
@@ -22,18 +25,26 @@ def _run(tmp_path):
         result("gpt2", "build", check="decorate", component="decoder", policy="legacy"),
         result("gpt2", "unsupported", check="backend", component="pp-plan"),
     ]
-    return read_run(write_run(tmp_path / "run", rows))
+    return read_run(write_run(tmp_path / "run", rows, engines=(engines.get("vllm").record(),)))
 
 
 def test_the_types_a_stopping_gate_fails_are_unreachable(tmp_path):
-    found = unreachable(build_matrix([_run(tmp_path)]))
+    found = unreachable([_run(tmp_path)])
     assert {model_type: why for (_, model_type), why in found.items()} == {
-        "bloom": "backend/registry: unsupported", "jamba": "backend/attention: unsupported"}
+        "bloom": "vLLM stops at backend/registry (unsupported)", "jamba": "vLLM stops at backend/attention (unsupported)"}
+
+
+def test_a_run_that_recorded_no_engine_marks_nothing(tmp_path):
+    """A run written before the header recorded its engines has no rule to judge by: no marks,
+    rather than a guess."""
+    run = read_run(write_run(tmp_path / "old", [result("bloom", "unsupported", check="backend", component="registry")]))
+    assert run.info.engines == ()
+    assert unreachable([run]) == {}
 
 
 def test_the_page_keeps_their_decorate_cells_and_marks_them(tmp_path):
     page = render_report([_run(tmp_path)])
-    assert "2 model types fail a gate of vLLM's Transformers modeling backend" in page
-    assert page.count("unreachable through vLLM's Transformers backend (backend/registry: unsupported)") == 1
-    assert page.count("unreachable through vLLM's Transformers backend (backend/attention: unsupported)") == 1
+    assert "2 model types fail a stopping gate of every serving engine the run checked" in page
+    assert page.count("unreachable: vLLM stops at backend/registry (unsupported)") == 1
+    assert page.count("unreachable: vLLM stops at backend/attention (unsupported)") == 1
     assert page.count(" unr\"") == 2

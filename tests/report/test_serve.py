@@ -1,0 +1,137 @@
+"""One verdict per model type and engine (auditor.report.serve), on one real sweep shared by the
+module: llama and gpt2, which vLLM's Transformers backend serves, and t5, which it stops at its
+attention gate. The verdict lines head the CLI's end summary, summary.md and report.html, and
+their counts are those of the backend rows, judged by the engine's own stopping gates."""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import io
+
+import pytest
+
+from auditor import engines
+from auditor.core.errors import InputError
+from auditor.core.results import read_run
+from auditor.report.serve import Compiles, Serves, headlines, verdicts
+from tests.conftest import read_rows, run_auditor
+from tests.report.helpers import result, write_run
+
+TYPES = ("llama", "gpt2", "t5")
+
+
+@pytest.fixture(scope="module")
+def sweep(tmp_path_factory):
+    outdir = tmp_path_factory.mktemp("serve") / "run"
+    proc = run_auditor("sweep", "--models", ",".join(TYPES), "--checks", "backend", "--jobs", "2",
+                       "--output", str(outdir))
+    assert proc.returncode == 0, proc.stderr
+    return outdir, proc.stderr
+
+
+def _served_by_rows(outdir) -> dict[str, set[str]]:
+    """Engine -> the types no stopping gate's emulated row refused, read from the rows directly
+    with the engine's own data (not the header the report reads)."""
+    _, rows = read_rows(outdir)
+    found = {}
+    for engine in engines.all():
+        stopped = {row["model_type"] for row in rows if row["check"] == "backend" and not row["policy"]
+                   and row["component"] in engine.stopping and row["status"] == "unsupported"}
+        found[engine.name] = set(TYPES) - stopped
+    return found
+
+
+def test_the_header_records_each_engine_with_its_versions_and_rule(sweep):
+    outdir, _ = sweep
+    info = read_run(outdir).info
+    assert [e.name for e in info.engines] == list(engines.names())
+    for recorded, engine in zip(info.engines, engines.all(), strict=True):
+        assert recorded.follows == engine.follows and recorded.version == engine.version
+        assert set(recorded.stopping) == engine.stopping and recorded.gates == engine.gate_names
+
+
+def test_counts_match_the_backend_rows(sweep):
+    outdir, _ = sweep
+    served = _served_by_rows(outdir)
+    assert served["vllm"] == {"llama", "gpt2"}  # the sweep has one type vLLM stops, two it serves
+    (headline,) = headlines(verdicts([read_run(outdir)]))
+    for tally in headline.tallies:
+        assert set(tally.served) == served[tally.engine.name]
+        assert tally.total == len(TYPES)
+
+
+def test_serve_csv_says_servable_or_where_it_stops_with_the_engines_message(sweep):
+    outdir, _ = sweep
+    table = {row["model_type"]: row for row in csv.DictReader(io.StringIO((outdir / "serve.csv").read_text()))}
+    _, rows = read_rows(outdir)
+    t5 = next(r for r in rows if r["model_type"] == "t5" and r["component"] == "attention" and not r["policy"])
+    assert table["llama"]["serve/vllm"] == "servable"
+    assert table["t5"]["serve/vllm"] == f"stops at backend/attention: {t5['message']}"
+
+
+def test_the_verdict_line_heads_the_end_summary(sweep):
+    outdir, stderr = sweep
+    (headline,) = headlines(verdicts([read_run(outdir)]))
+    assert headline.text.startswith(f"vLLM {engines.get('vllm').follows} (Transformers backend, emulated) "
+                                    f"would serve 2 of {len(TYPES)} model types")
+    lines = stderr.splitlines()
+    done = next(i for i, line in enumerate(lines) if line.startswith("Done:"))
+    assert lines[done - 1] == headline.text  # right before the rest of the end summary
+    assert "serve.csv" in stderr
+
+
+def test_the_verdict_line_heads_summary_md_with_the_list_folded(sweep):
+    outdir, _ = sweep
+    lines = (outdir / "summary.md").read_text().splitlines()
+    assert lines[0].startswith("### auditor:")
+    assert lines[2].startswith("**vLLM 0.33.0 (Transformers backend, emulated) would serve 2 of 3 model types")
+    assert "<details><summary>vLLM 0.33.0 (emulated) does not serve 1</summary>" in lines
+    assert any(line.startswith("- t5 · stops at backend/attention:") for line in lines)
+    assert f"engines: {engines.get('vllm').record().text}" in "\n".join(lines)
+
+
+def test_the_verdict_line_heads_report_html(sweep):
+    outdir, _ = sweep
+    page = (outdir / "report.html").read_text()
+    line = page.index("would serve 2 of 3 model types")
+    assert line < page.index('<section id="environments">') < page.index('<section id="matrix-section">')
+    assert 'data-model="t5"' in page[line:page.index('<section id="environments">')]
+    assert f"<td>{engines.get('vllm').record().text}</td>" in page  # the environments table
+
+
+def test_own_code_rows_of_another_installed_version_are_refused():
+    """The rule, on an engine whose package is installed here at another version than it follows
+    (torch stands for the engine's package: vLLM is not installed in this venv)."""
+    vllm = engines.get("vllm")
+    other = dataclasses.replace(vllm, package="torch", follows="0.0.1")
+    problem = other.claim_problem()
+    assert problem is not None and "follows vLLM 0.0.1" in problem and "Install torch==0.0.1" in problem
+    assert dataclasses.replace(vllm, package="torch", follows=other.version.split("+")[0]).claim_problem() is None
+    assert not vllm.installed or vllm.claim_problem() is None  # 0.33.0 where the vLLM venv has it
+
+
+def test_validation_refuses_it_before_any_work(monkeypatch):
+    """`--policies vllm` with another vLLM installed: exit 2 at validation. A stand-in engine
+    (torch's installed version, a followed one it is not) replaces the registry's answer, since no
+    other vLLM than the followed one can be installed here."""
+    from auditor.sweeping import validate
+
+    other = dataclasses.replace(engines.get("vllm"), package="torch", follows="0.0.1")
+    monkeypatch.setattr(engines, "by_policy", lambda name: other if name == "vllm" else None)
+    with pytest.raises(InputError, match="emulation follows vLLM 0.0.1"):
+        validate._validated_policies(["legacy", "vllm"])
+
+
+def test_compile_verdicts_read_the_engines_compile_rows(tmp_path):
+    """Crafted rows (a compile sweep is minutes here): a servable type whose compile row passed
+    compiles; one whose row timed out is undecided, not a model's failure."""
+    rows = [result(t, "build", check="backend", component=g) for t in ("llama", "bert") for g in ("registry", "build")]
+    rows += [result("llama", "compiled", check="compile", component="decoder", policy="fixed"),
+             result("bert", "timeout", check="compile", component="decoder", policy="fixed")]
+    run = read_run(write_run(tmp_path / "run", rows, checks=("backend", "compile"),
+                             experiment={"compile_semantics": "vllm"}, engines=(engines.get("vllm").record(),)))
+    found = {v.model_type: v for v in verdicts([run])}
+    assert found["llama"].serves is Serves.SERVABLE and found["llama"].compiles is Compiles.YES
+    assert found["bert"].compiles is Compiles.UNDECIDED
+    assert "(1 of them compile)" in headlines(tuple(found.values()))[0].text
