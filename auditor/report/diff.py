@@ -57,6 +57,7 @@ class Side:
     started: str
     model_types: int
     cells: int
+    engines: str = ""  # RunInfo.engine_versions: the serving engines' versions
 
 
 @dataclass(frozen=True)
@@ -112,7 +113,7 @@ class RunDiff:
 def side(run: Run) -> Side:
     cells = run_cells(run)
     return Side(name=run_name(run), environment=run.info.environment, started=run.info.started,
-                model_types=len({m for m, _ in cells}), cells=len(cells))
+                model_types=len({m for m, _ in cells}), cells=len(cells), engines=run.info.engine_versions)
 
 
 def diff_runs(base: Run, new: Run, allow: AllowList = AllowList()) -> RunDiff:

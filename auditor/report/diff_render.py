@@ -55,12 +55,10 @@ def render_diff_markdown(diff: RunDiff) -> str:
     lines = [
         f"# Diff: {_md(diff.base.name)} → {_md(diff.new.name)}",
         "",
-        "| | run | environment | started | model types | cells |",
-        "|---|---|---|---|---:|---:|",
-        f"| base | {_md(diff.base.name)} | {_md(diff.base.environment)} | {_md(diff.base.started)} "
-        f"| {diff.base.model_types} | {diff.base.cells} |",
-        f"| new | {_md(diff.new.name)} | {_md(diff.new.environment)} | {_md(diff.new.started)} "
-        f"| {diff.new.model_types} | {diff.new.cells} |",
+        "| | run | environment | engines | started | model types | cells |",
+        "|---|---|---|---|---|---:|---:|",
+        *(f"| {label} | {_md(s.name)} | {_md(s.environment)} | {_md(s.engines or '-')} | {_md(s.started)} "
+          f"| {s.model_types} | {s.cells} |" for label, s in (("base", diff.base), ("new", diff.new))),
         "",
         f"**{summary_line(diff)}**",
     ]

@@ -135,3 +135,14 @@ def test_compile_verdicts_read_the_engines_compile_rows(tmp_path):
     assert found["llama"].serves is Serves.SERVABLE and found["llama"].compiles is Compiles.YES
     assert found["bert"].compiles is Compiles.UNDECIDED
     assert "(1 of them compile)" in headlines(tuple(found.values()))[0].text
+
+
+def test_a_diff_names_both_runs_engine_versions(sweep):
+    from auditor.report.diff import diff_runs
+    from auditor.report.diff_render import render_diff_html, render_diff_markdown
+
+    run = read_run(sweep[0])
+    found = diff_runs(run, run)
+    text = engines.get("vllm").record().text
+    assert render_diff_markdown(found).count(f"| {text} |") == 2
+    assert render_diff_html(found).count(f"<td>{text}</td>") == 2

@@ -82,7 +82,8 @@ def test_a_resume_is_checked_on_every_experiment_key(option):
         own = {"checks": ("build",), "label": "", "shard": ""}
         experiment = {o.name: None for o in EXPERIMENT if o.name not in INFO_FIELDS}
         (own if option.name in own else experiment)[option.name] = value
-        return SimpleNamespace(**own, experiment=experiment, python="3", torch="2", transformers="5")
+        return SimpleNamespace(**own, experiment=experiment, python="3", torch="2", transformers="5",
+                               engine_versions="vLLM emulated (follows 0.33.0)")
 
     theirs, ours = (["a"], ["b"]) if option.kind.value in ("names", "list", "paths") else ("a", "b")
     assert resume.conflicts(info(theirs), info(theirs)) == []
