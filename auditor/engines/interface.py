@@ -170,17 +170,20 @@ class Engine:
         except importlib.metadata.PackageNotFoundError:
             return EMULATED
 
-    def claim_problem(self) -> str | None:
+    def claim_problem(self, asked: str | None = None) -> str | None:
         """Why a sweep with this engine's own-code rows would claim a version the auditor does not
-        follow (None when it would not): those rows run the installed engine's functions, but the
-        gates it cannot call piecemeal (its build, say) and the decorator's adapter are the
-        emulation of `follows`, so under another installed version they would mix two releases
-        and name neither. The emulation's rows alone always claim `follows`, installed or not."""
-        if not self.installed or _release(self.version) == _release(self.follows):
+        follow (None when it would not): those rows run the engine's functions, but the gates it
+        cannot call piecemeal (its build, say) and the decorator's adapter are the emulation of
+        `follows`, so under another release they would mix two and name neither. The installed
+        version, or `asked`, one a caller is about to install (a side of an upgrade check). The
+        emulation's rows alone always claim `follows`, installed or not."""
+        version = asked or (self.version if self.installed else None)
+        if version is None or _release(version) == _release(self.follows):
             return None
-        return (f"{self.title} {self.version} is installed, but the auditor's {self.title} emulation follows "
+        how = "is installed" if asked is None else "was asked for"
+        return (f"{self.title} {version} {how}, but the auditor's {self.title} emulation follows "
                 f"{self.title} {self.follows}: the rows of policy {self.decorator.policy!r} would mix "
-                f"{self.version}'s own functions with {self.follows}'s emulation. Install "
+                f"{version}'s own functions with {self.follows}'s emulation. Install "
                 f"{self.package}=={self.follows}, or leave policy {self.decorator.policy!r} out to get the "
                 f"emulation's verdicts for {self.title} {self.follows}")
 

@@ -109,6 +109,8 @@ def test_own_code_rows_of_another_installed_version_are_refused():
     assert problem is not None and "follows vLLM 0.0.1" in problem and "Install torch==0.0.1" in problem
     assert dataclasses.replace(vllm, package="torch", follows=other.version.split("+")[0]).claim_problem() is None
     assert not vllm.installed or vllm.claim_problem() is None  # 0.33.0 where the vLLM venv has it
+    assert "vLLM 0.34.0 was asked for" in vllm.claim_problem("0.34.0")
+    assert vllm.claim_problem(f"{vllm.follows}+cpu") is None  # a local build of the followed release
 
 
 def test_validation_refuses_it_before_any_work(monkeypatch):
