@@ -14,7 +14,7 @@ import pytest
 from auditor import engines
 from auditor.core.errors import InputError
 from auditor.core.results import read_run
-from auditor.report.serve import Compiles, Serves, headlines, verdicts
+from auditor.report.serve import Compiles, Serves, headlines, unreachable, verdicts
 from tests.conftest import read_rows, run_auditor
 from tests.report.helpers import result, write_run
 
@@ -148,3 +148,37 @@ def test_a_diff_names_both_runs_engine_versions(sweep):
     text = engines.get("vllm").record().text
     assert render_diff_markdown(found).count(f"| {text} |") == 2
     assert render_diff_html(found).count(f"<td>{text}</td>") == 2
+
+
+def test_two_engines_get_one_line_with_the_types_they_split(tmp_path):
+    """Crafted rows and a crafted second engine record (the second engine's folder is another
+    branch's): the line counts each engine and the types one serves and the other does not, and
+    summary.md and report.html fold the lists."""
+    from auditor.core.engineinfo import EngineInfo
+    from auditor.report.markdown import render_summary
+    from auditor.report.page import render_report
+
+    second = EngineInfo(name="sglang", title="SGLang", version="emulated", follows="0.5.23",
+                        gates=("sglang/registry",), stopping=("sglang/registry",), policy="sglang")
+    rows = [result("llama", "build", check="backend", component="registry"),
+            result("llama", "build", check="backend", component="sglang/registry"),
+            result("bloom", "unsupported", check="backend", component="registry", message="no backend class"),
+            result("bloom", "build", check="backend", component="sglang/registry"),
+            result("jamba", "build", check="backend", component="registry"),
+            result("jamba", "unsupported", check="backend", component="sglang/registry", message="no attention"),
+            result("mamba", "unsupported", check="backend", component="registry", message="no backend class"),
+            result("mamba", "unsupported", check="backend", component="sglang/registry", message="no attention")]
+    run = read_run(write_run(tmp_path / "run", rows, checks=("backend",),
+                             engines=(engines.get("vllm").record(), second)))
+    (headline,) = headlines(verdicts([run]))
+    assert headline.text == ("vLLM 0.33.0 (Transformers backend, emulated) would serve 2 of 4 model types; "
+                             "SGLang 0.5.23 (emulated) 2; 2 that one serves and the other does not")
+    assert headline.only == (("vLLM", ("jamba",)), ("SGLang", ("bloom",)))
+    summary = render_summary([run])
+    assert f"**{headline.text}**" in summary.splitlines()[2]
+    assert "- bloom · stops at backend/registry: no backend class" in summary
+    assert "<details><summary>2 that one engine serves and another does not</summary>" in summary
+    page = render_report([run])
+    assert "<li>SGLang only (1): bloom</li>" in page and "<li>vLLM only (1): jamba</li>" in page
+    # Only the type neither engine serves is out of every user's reach.
+    assert {model_type for _, model_type in unreachable([run])} == {"mamba"}
