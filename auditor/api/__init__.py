@@ -21,6 +21,7 @@ from auditor.api.runs import (
     read_runs,
     render_junit,
     render_summary,
+    verdicts,
     write_diff,
     write_report,
 )
@@ -40,5 +41,5 @@ __all__ = [
     "DEFAULT_CHECKS", "DEFAULT_POLICIES", "AuditorError", "InputError", "Result", "ResultsFileError",
     "Run", "RunInfo", "RunInterrupted", "RunStopped", "Status", "SweepEvents", "SweepOutcome",
     "SweepRequest", "diff", "findings", "gate", "matrix", "read_run", "read_runs", "render_junit",
-    "render_summary", "sweep", "write_diff", "write_report",
+    "render_summary", "sweep", "verdicts", "write_diff", "write_report",
 ]

@@ -60,6 +60,14 @@ def findings(runs: Sequence[PathLike | Run]):
     return column_findings(matrix(runs))
 
 
+def verdicts(runs: Sequence[PathLike | Run]):
+    """One `ServeVerdict` per environment, serving engine and model type (auditor.report.serve):
+    `servable` or where the engine stops, and whether it would compile; serve.csv's rows."""
+    from auditor.report.serve import verdicts as serve_verdicts
+
+    return serve_verdicts(read_runs(runs))
+
+
 def write_report(runs: Sequence[PathLike | Run], outdir: PathLike) -> list[Path]:
     """report.html, results.csv, matrix.csv and summary.md of the runs, merged, in `outdir`."""
     from auditor.report import write_report as write

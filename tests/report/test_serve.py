@@ -182,3 +182,12 @@ def test_two_engines_get_one_line_with_the_types_they_split(tmp_path):
     assert "<li>SGLang only (1): bloom</li>" in page and "<li>vLLM only (1): jamba</li>" in page
     # Only the type neither engine serves is out of every user's reach.
     assert {model_type for _, model_type in unreachable([run])} == {"mamba"}
+
+
+def test_the_python_api_gives_the_same_verdicts(sweep):
+    import auditor
+
+    outdir, _ = sweep
+    found = auditor.verdicts([outdir])
+    assert [(v.model_type, v.text) for v in found] == [(v.model_type, v.text) for v in verdicts([read_run(outdir)])]
+    assert {v.model_type for v in found if v.serves is Serves.SERVABLE} == {"llama", "gpt2"}
