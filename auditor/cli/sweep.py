@@ -16,7 +16,6 @@ from auditor.api.sweeps import SweepEvents, SweepRequest, make_request, run_requ
 from auditor.cli import EXIT_FAILED, EXIT_FINDINGS, EXIT_INTERRUPTED, EXIT_OK
 from auditor.cli.progress import Progress
 from auditor.core.errors import RunInterrupted, RunStopped
-from auditor.report.files import REPORT_FILES
 from auditor.sweeping.options import add_arguments, values_of
 
 # The defaults as the command line spells them (upgrade-check and bisect pass them to their sides).
@@ -35,6 +34,7 @@ def run_sweep(args: argparse.Namespace) -> int:
     # Python leaves SIGINT ignored when the shell started us that way (a background job); Ctrl-C
     # must always stop the pool cleanly and keep the rows, so take it back.
     signal.signal(signal.SIGINT, signal.default_int_handler)
+    from auditor.report.files import REPORT_FILES
     from auditor.report.gate import describe_hits, parse_fail_on
 
     rules = parse_fail_on(args.fail_on)
