@@ -97,7 +97,7 @@ def _verdicts(runs: Sequence[Run]) -> list[str]:
         lines += ["", f"**{where}{_esc(headline.text, 1000)}**"]
         for tally in headline.tallies:
             stops = [f"- {_esc(v.model_type)} · {_esc(v.text, 2 * NAME_WIDTH)}" for v in tally.stopped + tally.undecided]
-            lines += _folded(f"{_esc(tally.label())} does not serve {len(stops)}", stops)
+            lines += _folded(_esc(tally.unserved_title, 400), stops)
         split = [f"- {_esc(title)} only ({len(types)}): {', '.join(_esc(t) for t in types[:LIST_NAMES])}"
                  + (" ..." if len(types) > LIST_NAMES else "") for title, types in headline.only if types]
         lines += _folded(f"{len(headline.split)} that one engine serves and another does not", split)

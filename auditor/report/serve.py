@@ -181,12 +181,22 @@ class EngineTally:
         source = "own code" if self.own else "emulated"
         return f"{self.engine.title} {version} ({'Transformers backend, ' if first else ''}{source})"
 
+    @property
+    def unserved_title(self) -> str:
+        """The title of the folded list of the types it does not serve: `vLLM 0.33.0 (emulated)
+        stops 1 model type` (and how many are undecided)."""
+        stopped = len(self.stopped)
+        text = f"{self.label()} stops {stopped} model type{'s' if stopped != 1 else ''}"
+        return text + (f"; {len(self.undecided)} undecided" if self.undecided else "")
+
     def counts(self, first: bool) -> str:
+        """`would serve 2 of 3 model types (1 of them compile; 1 undecided)`, or just `2` after
+        the first engine of a line."""
         served = len(self.served)
         text = f"would serve {served} of {self.total} model types" if first else str(served)
-        if self.compiled is not None:
-            text += f" ({len(self.compiled)} of them compile)"
-        return text + (f" ({len(self.undecided)} undecided)" if self.undecided else "")
+        notes = [*((f"{len(self.compiled)} of them compile",) if self.compiled is not None else ()),
+                 *((f"{len(self.undecided)} undecided",) if self.undecided else ())]
+        return text + (f" ({'; '.join(notes)})" if notes else "")
 
 
 @dataclass(frozen=True)

@@ -86,7 +86,7 @@ def test_the_verdict_line_heads_summary_md_with_the_list_folded(sweep):
     lines = (outdir / "summary.md").read_text().splitlines()
     assert lines[0].startswith("### auditor:")
     assert lines[2].startswith("**vLLM 0.33.0 (Transformers backend, emulated) would serve 2 of 3 model types")
-    assert "<details><summary>vLLM 0.33.0 (emulated) does not serve 1</summary>" in lines
+    assert "<details><summary>vLLM 0.33.0 (emulated) stops 1 model type</summary>" in lines
     assert any(line.startswith("- t5 · stops at backend/attention:") for line in lines)
     assert f"engines: {engines.get('vllm').record().text}" in "\n".join(lines)
 
@@ -127,16 +127,21 @@ def test_validation_refuses_it_before_any_work(monkeypatch):
 
 def test_compile_verdicts_read_the_engines_compile_rows(tmp_path):
     """Crafted rows (a compile sweep is minutes here): a servable type whose compile row passed
-    compiles; one whose row timed out is undecided, not a model's failure."""
+    compiles; one whose row timed out is undecided, not a model's failure; so is a type whose
+    stopping gate timed out."""
     rows = [result(t, "build", check="backend", component=g) for t in ("llama", "bert") for g in ("registry", "build")]
-    rows += [result("llama", "compiled", check="compile", component="decoder", policy="fixed"),
+    rows += [result("opt", "timeout", check="backend", component="registry"),  # the machine's failure
+             result("llama", "compiled", check="compile", component="decoder", policy="fixed"),
              result("bert", "timeout", check="compile", component="decoder", policy="fixed")]
     run = read_run(write_run(tmp_path / "run", rows, checks=("backend", "compile"),
                              experiment={"compile_semantics": "vllm"}, engines=(engines.get("vllm").record(),)))
     found = {v.model_type: v for v in verdicts([run])}
     assert found["llama"].serves is Serves.SERVABLE and found["llama"].compiles is Compiles.YES
     assert found["bert"].compiles is Compiles.UNDECIDED
-    assert "(1 of them compile)" in headlines(tuple(found.values()))[0].text
+    assert found["opt"].serves is Serves.UNDECIDED
+    (headline,) = headlines(tuple(found.values()))
+    assert headline.text.endswith("would serve 2 of 3 model types (1 of them compile; 1 undecided)")
+    assert headline.tallies[0].unserved_title == "vLLM 0.33.0 (emulated) stops 0 model types; 1 undecided"
 
 
 def test_a_diff_names_both_runs_engine_versions(sweep):
