@@ -226,6 +226,8 @@ def _validated_policies(names: Sequence[str]) -> tuple[str, ...]:
         engine = engines.by_policy(name)
         if engine is not None and not engine.installed:
             raise InputError(f"policy {name!r} needs {engine.title} installed: {engine.install_hint}")
+        if name in engines.gate_policies():
+            continue  # an engine's own gate functions (`sglang`), not a decorator
         try:
             validate_policy(name)
         except (ValueError, ImportError) as exc:
