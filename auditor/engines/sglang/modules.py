@@ -125,8 +125,6 @@ def moe_replace(model, config, text) -> int:
     """MoEMixin.recursive_replace up to building its fused layers (transformers.py:1193-1304): its
     asserts on the config, the expressions it evaluates, and the `experts` modules it replaces
     (a ModuleList, or a module whose parameters are all 3-D). Returns how many it replaces."""
-    import torch.nn as nn
-
     num_experts = _getattr_first(text, ("num_local_experts", "num_experts", "n_routed_experts"))
     assert num_experts is not None, "Cannot determine num_experts from config."
     top_k = _getattr_first(text, ("num_experts_per_tok", "top_k"))
@@ -142,8 +140,8 @@ def moe_replace(model, config, text) -> int:
     while stack:
         module = stack.pop()
         for name, child in module.named_children():
-            params = list(child.parameters())
-            if name == "experts" and (isinstance(child, nn.ModuleList) or (params and all(p.ndim == 3 for p in params))):
+            # SGLang lists every child's parameters; only an `experts` child's decide anything
+            if name == "experts" and _replaced_experts(child):
                 found += 1  # replaced by TransformersFusedMoE: nothing under it is walked again
             else:
                 stack.append(child)
@@ -161,6 +159,9 @@ def tp_plan_gate(model, config, text, moe: bool, normalize=normalize_style) -> V
     experts = moe_replace(model, config, text) if moe else 0
     # maybe_prefix("model", k) (transformers.py:99-100, 770): "model." + k, even for an empty k
     plan = {f"model.{k}": v for k, v in normalized_plan(tp_plan(model, text), normalize).items()}
+    # After normalizing, every style is one SGLang builds: matching a linear can only raise on a
+    # pattern `re` cannot compile. Where every pattern compiles, no linear need be matched.
+    match = not all(_compiles(p) for p in plan)
     linears = norms = 0
     stack = [("model", model)]
     while stack:
@@ -170,7 +171,8 @@ def tp_plan_gate(model, config, text, moe: bool, normalize=normalize_style) -> V
             if moe and name == "experts" and _replaced_experts(child):
                 continue
             if isinstance(child, nn.Linear):
-                next((p for p in plan if re.match(p, qual)), None)
+                if match:
+                    next((p for p in plan if re.match(p, qual)), None)
                 linears += 1
             elif type(child).__name__.endswith("RMSNorm"):
                 replace_rms_norm(child, text.hidden_size)
@@ -179,6 +181,14 @@ def tp_plan_gate(model, config, text, moe: bool, normalize=normalize_style) -> V
                 stack.append((qual, child))
     extras = {"entries": len(plan), "linears": linears, "rms_norms": norms, "moe_layers": experts}
     return Verdict(True, f"{len(plan)} plan entries" if plan else "no tensor parallel plan", extras)
+
+
+def _compiles(pattern: str) -> bool:
+    try:
+        re.compile(pattern)
+    except re.error:
+        return False
+    return True
 
 
 def _replaced_experts(child) -> bool:
