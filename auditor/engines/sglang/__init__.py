@@ -39,9 +39,12 @@ ENGINE = Engine(
     build=BuildSettings(build=build.build_like_sglang, observe=reads_attention),
     own_policy="sglang",
     prefix="sglang/",
-    # SGLang's model runner compiles with torch.compile and keeps dynamo's guards (a length that
-    # needs another graph recompiles); its Transformers fallback passes position ids, and
-    # `_can_torch_compile` (the compile-compatible gate) can turn compile off.
+    # With --enable-torch-compile SGLang compiles the whole model's forward,
+    # `torch.compile(model.forward, mode=..., dynamic=False)` on CUDA, with dynamo's guards kept (a
+    # shape that needs another graph recompiles; compilation/torch_compile_decoration.py:53-62,
+    # cache limits raised at :70-82); its Transformers fallback passes position ids, and
+    # `_can_torch_compile` (the compile-compatible gate) turns compile off
+    # (model_executor/runner/base_runner.py:545-556).
     compile=CompileSemantics("sglang", guards=True, lengths=(7, 13), encoder_sizes=(2, 3), positions=True,
                              gated=True),
 )
