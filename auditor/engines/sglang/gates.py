@@ -45,6 +45,8 @@ def sglang_config(config, model_type: str):
     """A copy of `config` naming the architecture a checkpoint would (SGLang's getters patch the
     config they read: hf_common.py:519-544), or None where there is none."""
     arch = architecture(config, model_type)
+    if isinstance(arch, (tuple, list)):  # a type with several AutoModel classes (funnel): the first
+        arch = arch[0] if arch else None
     if not arch:
         return None
     config = copy.deepcopy(config)
