@@ -13,8 +13,8 @@ from auditor.core.status import Status
 from tests.checks.test_decorate_check import known
 from tests.conftest import run_auditor
 
-# mixtral and granitemoehybrid: where vLLM and SGLang part ways (found on a real sweep, below).
-SAMPLE = ["llama", "bloom", "jamba", "qwen2_vl", "aimv2", "mixtral", "granitemoehybrid"]
+# distilbert and biogpt: where vLLM and SGLang part ways (found on a real sweep; cheap to build).
+SAMPLE = ["llama", "bloom", "jamba", "qwen2_vl", "aimv2", "distilbert", "biogpt"]
 GATES = ("registry", "build", "enable-if", "pp-plan", "tp-plan", "attention", "version:video", "version:mtp")
 
 
@@ -113,18 +113,18 @@ def test_bloom_stops_sglang_at_the_attention_backend_with_sglangs_message(backen
 
 
 def test_vllm_and_sglang_part_ways_on_real_types(backend_run):
-    """granitemoehybrid's linear-attention layers stop vLLM, whose attention gate needs every layer
-    to dispatch, while SGLang's constructor makes an attention instance per layer without looking;
-    mixtral's config has `head_dim = None`, which SGLang's `head_dim**-0.5` cannot take."""
+    """distilbert's layers do not dispatch attention through transformers' interface, which stops
+    vLLM's attention gate, while SGLang's constructor makes an attention instance per layer without
+    looking; biogpt's class sets `_supports_attention_backend = False`, which SGLang refuses and vLLM
+    lets pass (it also takes a class that can set its attention implementation)."""
     vllm = engines.get("vllm")
-    assert _first_stop(backend_run, "granitemoehybrid", vllm) == "attention"
+    assert _first_stop(backend_run, "distilbert", vllm) == "attention"
     assert "does not dispatch through the Transformers attention interface" in \
-        backend_run[("granitemoehybrid", "attention")].message
-    assert _first_stop(backend_run, "granitemoehybrid", SGLANG) is None
-    assert _first_stop(backend_run, "mixtral", vllm) is None
-    assert _first_stop(backend_run, "mixtral", SGLANG) == "attention"
-    assert backend_run[("mixtral", "sglang/attention")].message == \
-        "TypeError: unsupported operand type(s) for ** or pow(): 'NoneType' and 'float'"
+        backend_run[("distilbert", "attention")].message
+    assert _first_stop(backend_run, "distilbert", SGLANG) is None
+    assert _first_stop(backend_run, "biogpt", vllm) is None
+    assert _first_stop(backend_run, "biogpt", SGLANG) == "attention-backend"
+    assert "(_supports_attention_backend=False)" in backend_run[("biogpt", "sglang/attention-backend")].message
 
 
 @pytest.mark.skipif(SGLANG.installed, reason="SGLang is installed: tests/engines/test_sglang_own.py sweeps "
