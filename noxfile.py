@@ -204,6 +204,20 @@ def vllm(session: nox.Session) -> None:
     session.run("auditor", "agree", str(out), "--policies", "legacy,vllm")
 
 
+@nox.session(python=MAIN_PYTHON, reuse_venv=True)
+def sglang(session: nox.Session) -> None:
+    """The tests of SGLang's own gate functions; the backend check's SGLang gates by SGLang's own code
+    next to the emulation over every type, into reports/<run-id>/sglang/; then `auditor agree`
+    (fails on any disagreement)."""
+    # SGLang pins its own torch and transformers (sglang 0.5.23: torch 2.14.1, transformers 5.19.0).
+    session.install("--upgrade", "-e", ".[sglang,test]", "sglang==0.5.23")
+    session.run("python", "-m", "pytest", "-q", "tests/engines/test_sglang_own.py")
+    out = REPORTS / _run_id() / "sglang"
+    session.run("auditor", "sweep", "--checks", "backend", "--policies", "fixed,sglang",
+                "-o", str(out), "--overwrite", "--label", "sglang", *session.posargs)
+    session.run("auditor", "agree", str(out), "--policies", "fixed,sglang")
+
+
 @nox.session(python=MAIN_PYTHON)
 def tests(session: nox.Session) -> None:
     _install(session, "[test]")

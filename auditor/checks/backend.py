@@ -1,18 +1,20 @@
 """The `backend` check: would a serving engine take this model type? (vLLM's Transformers
-modeling backend; auditor/engines/vllm/ has its gates and cites vLLM's source.)
+modeling backend and SGLang's Transformers fallback; auditor/engines/<engine>/ has each one's
+gates and cites its source.)
 
 One row per gate, in the order the engine meets them (for vLLM: `backend/registry`,
 `backend/build` (the model built under vLLM's settings), `backend/enable-if`, `backend/pp-plan`,
 `backend/tp-plan`, `backend/attention`, and the version floors `backend/version:video`,
-`backend/version:mtp`). `build` where the engine passes, `unsupported` with its message where it
+`backend/version:mtp`; for SGLang `backend/sglang/registry` and so on, Engine.component).
+`build` where the engine passes, `unsupported` with its message where it
 stops (the build's own failure keeps the classifier's status), `skipped` where a gate does not
 apply or is never reached because an earlier stopping gate (the engine says which stop it)
 stopped the engine.
 
 It reuses the plain meta build of CaseContext: the engine's build is made only where it may
-come out differently. With an engine's decorator policy selected (`vllm`), each gate also gets
-a row of that policy computed by the engine's own functions, which
-`auditor agree RUN --policies legacy,vllm` compares with the emulation's rows.
+come out differently. With an engine's own policy selected (`vllm`, `sglang`), each gate also
+gets a row of that policy computed by the engine's own functions, which
+`auditor agree RUN --policies legacy,vllm` (or `fixed,sglang`) compares with the emulation's rows.
 """
 
 from __future__ import annotations
@@ -49,7 +51,7 @@ class BackendCheck(Check):
         produced = set()
         for gate, outcome in gates:
             produced.add(gate)
-            yield self._row(case, gate, policy, outcome, start)
+            yield self._row(case, engine.component(gate), policy, outcome, start)
             start = time.perf_counter()
             if engine.stops_at(gate, outcome):
                 stopped = gate
@@ -57,7 +59,8 @@ class BackendCheck(Check):
         gates.close()
         for gate in engine.gate_names:  # the gates the engine never reaches
             if gate not in produced:
-                yield self._row(case, gate, policy, Failure.because(Status.SKIPPED, engine.not_reached(stopped)), start)
+                yield self._row(case, engine.component(gate), policy,
+                                Failure.because(Status.SKIPPED, engine.not_reached(stopped)), start)
 
     def _row(self, case, gate, policy, outcome, start) -> Result:
         seconds = time.perf_counter() - start
@@ -69,7 +72,7 @@ class BackendCheck(Check):
                       signature=signature_of(message) if not status.ok else "", seconds=seconds, extras=extras)
 
     def failed_rows(self, case: ModelCase, options: Options, failure: Failure) -> list[Result]:
-        return [Result(case.model_type, self.name, failure.status, component=gate, policy=policy,
+        return [Result(case.model_type, self.name, failure.status, component=engine.component(gate), policy=policy,
                        message=failure.message, signature=failure.signature)
                 for engine in engines.all() for policy, _ in engine.variants(options.policies)
                 for gate in engine.gate_names]

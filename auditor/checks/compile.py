@@ -132,10 +132,11 @@ def engine_stop(engine: Engine, case: ModelCase, context: CaseContext, own: bool
             if engine.stops_at(gate, outcome):
                 message = outcome.message if isinstance(outcome, Failure) else outcome[1]
                 return (Failure.because(Status.SKIPPED, f"{engine.not_reached(gate)}: {message}"),
-                        {"stopped_at": f"backend/{gate}"})
+                        {"stopped_at": f"backend/{engine.component(gate)}"})
             if not isinstance(outcome, Failure) and outcome[2].get("compile_enabled") is False:
-                return (Failure.because(Status.SKIPPED, f"{engine.title} turns compile off at backend/{gate}: "
-                                                        f"{outcome[1]}"), {"stopped_at": f"backend/{gate}"})
+                column = f"backend/{engine.component(gate)}"
+                return (Failure.because(Status.SKIPPED, f"{engine.title} turns compile off at {column}: "
+                                                        f"{outcome[1]}"), {"stopped_at": column})
     finally:
         gates.close()
     return None

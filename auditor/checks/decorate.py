@@ -29,11 +29,11 @@ class DecorateCheck(Check):
             yield from self.failed_rows(case, context.options, plain)
             return
         options = context.options
-        for verdict in verdicts(context.config(), context.model(), options.policies, options.shared_policy_build,
+        for verdict in verdicts(context.config(), context.model(), options.decorator_policies, options.shared_policy_build,
                                 context.constructions()):
             yield verdict.result(case.model_type, self.name)
 
     def failed_rows(self, case: ModelCase, options: Options, failure: Failure) -> list[Result]:
         # Without a model there are no components to find: the decoder stands for them all.
         return [Result(case.model_type, self.name, failure.status, component="decoder", policy=policy,
-                       message=failure.message, signature=failure.signature) for policy in options.policies]
+                       message=failure.message, signature=failure.signature) for policy in options.decorator_policies]

@@ -44,6 +44,13 @@ class Options:
     # empty: a worker starts a cluster of its own when it needs one.
     ray_cluster: str = ""
 
+    @property
+    def decorator_policies(self) -> tuple[str, ...]:
+        """The policies that name a decorator: `policies` without those that select only an
+        engine's own gate functions (`sglang`, whose engine has no class decorator)."""
+        gate_only = engines.gate_policies()
+        return tuple(policy for policy in self.policies if policy not in gate_only)
+
 
 class Check(abc.ABC):
     """A check: `name` is the first part of its results' column."""
@@ -129,7 +136,13 @@ class CaseContext:
             config = self.config()
             try:
                 with constructions() as log, contextlib.ExitStack() as stack:
-                    notes = {engine.name: stack.enter_context(engine.build.observe()) for engine in engines.all()}
+                    # Engines that observe a build alike share one observer (one hook at a time on
+                    # the config's attribute: a second would note the first as a reader).
+                    seen: dict = {}
+                    for engine in engines.all():
+                        if engine.build.observe not in seen:
+                            seen[engine.build.observe] = stack.enter_context(engine.build.observe())
+                    notes = {engine.name: seen[engine.build.observe] for engine in engines.all()}
                     self._model = build_on_meta(config, trust_remote_code=bool(self.case.remote_code))
             except BaseException as exc:
                 self._failure = exc

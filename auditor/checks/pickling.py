@@ -99,7 +99,7 @@ class PickleCheck(Check):
                           message=failure.message, signature=failure.signature)
 
         return [row(BY_REF_BUILTIN), row(BY_REF_REMOTE), row(BY_VALUE_REMOTE),
-                *(row(f"{FAR_BUILD}:decoder", policy) for policy in options.policies), row(RAY)]
+                *(row(f"{FAR_BUILD}:decoder", policy) for policy in options.decorator_policies), row(RAY)]
 
     def close(self) -> None:
         if self._receiver is not None:
@@ -143,17 +143,17 @@ class PickleCheck(Check):
         try:
             payload = dumps_by_value(parcel)
             if plain is None:
-                facts = far.far_build(payload, options.policies, options.shared_policy_build)
+                facts = far.far_build(payload, options.decorator_policies, options.shared_policy_build)
             else:
                 facts = far.load(payload)
         except Exception as exc:
             failure = _failure_of(exc)
             yield _row(case, BY_VALUE_REMOTE, failure.status, failure.message, start, signature=failure.signature)
-            yield from _far_rows(case, components, options.policies, plain or failure)
+            yield from _far_rows(case, components, options.decorator_policies, plain or failure)
             return
         yield _compared(case, BY_VALUE_REMOTE, parcel.config, facts, start)
         if plain is not None or "build_failure" in facts:
-            yield from _far_rows(case, components, options.policies, plain or Failure(
+            yield from _far_rows(case, components, options.decorator_policies, plain or Failure(
                 Status(facts["build_failure"]["status"]), facts["build_failure"]["message"],
                 facts["build_failure"]["signature"]))
             return
@@ -190,7 +190,7 @@ class PickleCheck(Check):
             yield _row(case, component, Status.SKIPPED, reason)
         skipped = Failure.because(Status.SKIPPED, reason)
         components = _components(context) if plain is None else ["decoder"]
-        yield from _far_rows(case, components, context.options.policies, plain or skipped)
+        yield from _far_rows(case, components, context.options.decorator_policies, plain or skipped)
         yield _row(case, RAY, Status.SKIPPED, reason)
 
     def _trip(self, options: Options):

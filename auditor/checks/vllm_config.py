@@ -50,12 +50,12 @@ class VllmConfigCheck(Check):
         facts = model_facts(model)
         yield Result(case.model_type, self.name, Status.BUILD, component="build", message=where,
                      extras={**facts, "config_class": where})
-        for verdict in verdicts(config, model, context.options.policies, context.options.shared_policy_build):
+        for verdict in verdicts(config, model, context.options.decorator_policies, context.options.shared_policy_build):
             yield verdict.result(case.model_type, self.name)
 
     def failed_rows(self, case: ModelCase, options: Options, failure: Failure) -> list[Result]:
         rows = [Result(case.model_type, self.name, failure.status, component="build",
                        message=failure.message, signature=failure.signature)]
         rows += [Result(case.model_type, self.name, failure.status, component="decoder", policy=policy,
-                        message=failure.message, signature=failure.signature) for policy in options.policies]
+                        message=failure.message, signature=failure.signature) for policy in options.decorator_policies]
         return rows

@@ -4,7 +4,8 @@
 * `names()`: the engines, in the order their rows are written.
 * `get(name) -> Engine`, `all()`: an engine folder is imported on first use; importing one never
   imports the engine itself (only its own-code functions and adapters do, when called).
-* `by_policy(policy) -> Engine | None`: the engine whose decorator a policy name selects.
+* `by_policy(policy) -> Engine | None`: the engine whose own-code rows a policy name selects (its
+  decorator's policy, or its `own_policy` where it has no decorator).
 * `compile_semantics(name) -> CompileSemantics`: an engine's way of compiling, or `plain`.
 
 Importing this package registers each engine's decorator policy (`vllm`) with the decorator
@@ -20,7 +21,7 @@ import importlib
 from auditor.decorators.registry import register_alias
 from auditor.engines.interface import PLAIN, CompileSemantics, Engine
 
-_FOLDERS = ("vllm",)  # one per engine folder here
+_FOLDERS = ("vllm", "sglang")  # one per engine folder here, in the order their rows are written
 
 
 def names() -> tuple[str, ...]:
@@ -39,7 +40,13 @@ def all() -> tuple[Engine, ...]:  # noqa: A001  (engines.all(), as the registry 
 
 
 def by_policy(policy: str) -> Engine | None:
-    return next((engine for engine in all() if engine.decorator.policy == policy), None)
+    return next((engine for engine in all() if engine.policy == policy), None)
+
+
+def gate_policies() -> frozenset[str]:
+    """The policies that select an engine's own gate functions and no decorator (`sglang`):
+    the checks that decorate leave them out (Options.decorator_policies)."""
+    return frozenset(engine.own_policy for engine in all() if engine.decorator is None and engine.own_policy)
 
 
 def compile_semantics(name: str) -> CompileSemantics:
@@ -62,10 +69,11 @@ def semantics_names() -> tuple[str, ...]:
 
 def _register_policies() -> None:
     for engine in all():
-        register_alias(engine.decorator.policy, engine.decorator.spec)
+        if engine.decorator is not None:
+            register_alias(engine.decorator.policy, engine.decorator.spec)
 
 
 _register_policies()
 
-__all__ = ["PLAIN", "CompileSemantics", "Engine", "all", "by_policy", "compile_semantics", "get", "names",
+__all__ = ["PLAIN", "CompileSemantics", "Engine", "all", "by_policy", "compile_semantics", "gate_policies", "get", "names",
            "semantics_engine", "semantics_names"]

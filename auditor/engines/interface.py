@@ -5,9 +5,10 @@ An `Engine` names its gates in the order the engine meets a model (each a row of
 check, `backend/<gate>`), says which of them stop it, and gives each gate's function twice:
 the emulation (needs nothing of the engine) and, where the engine can be called piecemeal, the
 variant that calls the engine's own code (needs it installed; its rows carry the policy that
-selects it, the engine's decorator policy). It also brings the build it makes of a model, the
-decorator it compiles with (a policy name and the adapter that policy resolves to), its
-install hint and the wording of its verdicts.
+selects it: the engine's decorator policy, or `own_policy` for an engine without a compile
+decorator). It also brings the build it makes of a model, the decorator it compiles with, where
+it has one (a policy name and the adapter that policy resolves to), its install hint and the
+wording of its verdicts.
 """
 
 from __future__ import annotations
@@ -145,10 +146,17 @@ class Engine:
     gates: tuple[Gate, ...]
     meet: Callable[..., Iterator[tuple[str, Outcome]]]
     build: BuildSettings
-    decorator: EngineDecorator
     # The engine version the emulation follows (its gates' code and messages are that release's):
     # the version its verdicts claim, and the only one its own-code rows may run (claim_problem).
     follows: str
+    # The engine's class compile decorator (vLLM's support_torch_compile); None for an engine
+    # that has none (SGLang compiles the model whole).
+    decorator: EngineDecorator | None = None
+    # The policy that selects the own-code rows when the engine has no decorator policy.
+    own_policy: str = ""
+    # What the components of its backend rows start with: "" for vLLM, whose columns
+    # (`backend/registry`) predate a second engine; "sglang/" gives `backend/sglang/registry`.
+    prefix: str = ""
     # The engine's own config class for a model type, where it replaces transformers' (None
     # when it does not); needs the engine.
     config_class: Callable[[str], type | None] | None = None
@@ -182,16 +190,22 @@ class Engine:
             return None
         how = "is installed" if asked is None else "was asked for"
         return (f"{self.title} {version} {how}, but the auditor's {self.title} emulation follows "
-                f"{self.title} {self.follows}: the rows of policy {self.decorator.policy!r} would mix "
+                f"{self.title} {self.follows}: the rows of policy {self.policy!r} would mix "
                 f"{version}'s own functions with {self.follows}'s emulation. Install "
-                f"{self.package}=={self.follows}, or leave policy {self.decorator.policy!r} out to get the "
+                f"{self.package}=={self.follows}, or leave policy {self.policy!r} out to get the "
                 f"emulation's verdicts for {self.title} {self.follows}")
 
     def record(self) -> EngineInfo:
         """What a run's header records of this engine (the reports judge by it)."""
         return EngineInfo(name=self.name, title=self.title, version=self.version, follows=self.follows,
-                          gates=self.gate_names, stopping=tuple(g for g in self.gate_names if g in self.stopping),
-                          policy=self.decorator.policy)
+                          gates=tuple(self.component(g) for g in self.gate_names),
+                          stopping=tuple(self.component(g) for g in self.gate_names if g in self.stopping),
+                          policy=self.policy)
+
+    @property
+    def policy(self) -> str:
+        """The policy name that selects the engine's own-code rows (its decorator's, if any)."""
+        return self.decorator.policy if self.decorator is not None else self.own_policy
 
     @property
     def install_hint(self) -> str:
@@ -212,8 +226,8 @@ class Engine:
 
     def variants(self, policies: Sequence[str]) -> tuple[tuple[str, bool], ...]:
         """(row policy, own code?) of the gate rows a sweep with `policies` gets: the emulation's
-        (policy ""), and the engine's own functions' when its decorator policy is selected."""
-        own = ((self.decorator.policy, True),) if self.decorator.policy in policies else ()
+        (policy ""), and the engine's own functions' when its policy is selected."""
+        own = ((self.policy, True),) if self.policy and self.policy in policies else ()
         return (("", False), *own)
 
     def outcomes(self, own: bool, case, context, config) -> Iterator[tuple[str, Outcome]]:
@@ -224,5 +238,9 @@ class Engine:
         """Whether the engine stops at `gate` with this outcome (a stopping gate that failed)."""
         return gate in self.stopping and not passed(outcome)
 
+    def component(self, gate: str) -> str:
+        """The component of `gate`'s rows (the column is `backend/<component>`)."""
+        return self.prefix + gate
+
     def not_reached(self, stopped: str) -> str:
-        return f"not reached: {self.title} stops at backend/{stopped}"
+        return f"not reached: {self.title} stops at backend/{self.component(stopped)}"

@@ -62,15 +62,17 @@ def compare_policies(run: Run, first: str, second: str) -> Agreement:
         if result.policy in (first, second, ""):
             cells.setdefault((result.model_type, result.check, result.component), {})[result.policy] = result
     disagreements = []
+    compared = 0
     for (model_type, check, component), pair in sorted(cells.items()):
         if first not in pair and second not in pair:
-            continue  # a cell no policy changes and neither side computed (build, pickle)
+            continue  # a cell no policy changes and neither side computed (build, pickle, another engine's gates)
+        compared += 1
         # A cell without a policy is the auditor's own emulation (the backend check's gates,
         # which no decorator policy changes); it stands for `first` beside vLLM's own row.
         a, b = pair.get(first, pair.get("")), pair.get(second)
         if a is None or b is None or a.status != b.status or (a.status is Status.REFUSED and a.message != b.message):
             disagreements.append(Disagreement(model_type, check, component, a, b))
-    return Agreement(first, second, len(cells), tuple(disagreements))
+    return Agreement(first, second, compared, tuple(disagreements))
 
 
 def render_markdown(agreement: Agreement) -> str:

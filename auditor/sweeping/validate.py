@@ -228,6 +228,8 @@ def _validated_policies(names: Sequence[str]) -> tuple[str, ...]:
             raise InputError(f"policy {name!r} needs {engine.title} installed: {engine.install_hint}")
         if engine is not None and (problem := engine.claim_problem()) is not None:
             raise InputError(problem)
+        if name in engines.gate_policies():
+            continue  # an engine's own gate functions (`sglang`), not a decorator
         try:
             validate_policy(name)
         except (ValueError, ImportError) as exc:

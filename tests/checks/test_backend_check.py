@@ -1,17 +1,20 @@
-"""The `backend` check: vLLM's Transformers-backend gates, on real transformers types through the
-real CLI, and on plugin types (tests/plugins/backend_models.py) for the gates transformers'
-own types do not fail."""
+"""The `backend` check: vLLM's Transformers-backend gates and SGLang's Transformers-fallback gates,
+on real transformers types through the real CLI (one sweep for both engines), and on plugin types
+(tests/plugins/backend_models.py) for the gates transformers' own types do not fail."""
 
 import importlib.util
 
 import pytest
 
+from auditor import engines
+from auditor.core.errors import InputError
 from auditor.core.results import read_run
 from auditor.core.status import Status
 from tests.checks.test_decorate_check import known
 from tests.conftest import run_auditor
 
-SAMPLE = ["llama", "bloom", "jamba", "qwen2_vl", "aimv2"]
+# distilbert and biogpt: where vLLM and SGLang part ways (found on a real sweep; cheap to build).
+SAMPLE = ["llama", "bloom", "jamba", "qwen2_vl", "aimv2", "distilbert", "biogpt"]
 GATES = ("registry", "build", "enable-if", "pp-plan", "tp-plan", "attention", "version:video", "version:mtp")
 
 
@@ -70,6 +73,69 @@ def test_a_model_without_input_embeddings_stops_where_vllm_replaces_modules(back
     row = backend_run[("aimv2", "tp-plan")]
     assert row.status is Status.UNSUPPORTED and "get_input_embeddings" in row.message
     assert backend_run[("aimv2", "attention")].message == "not reached: vLLM stops at backend/tp-plan"
+
+
+# -- SGLang's gates, from the same sweep -------------------------------------------------------------
+
+SGLANG = engines.get("sglang")
+
+
+def _first_stop(backend_run, model_type: str, engine) -> str | None:
+    """The first gate at which `engine` stops `model_type` in the sweep, or None."""
+    return next((gate for gate in engine.gate_names
+                 if engine.stops_at(gate, (backend_run[(model_type, engine.component(gate))].status, "", {}))), None)
+
+
+def test_every_type_has_a_column_per_sglang_gate(backend_run):
+    for model_type in known(SAMPLE):
+        assert [g for g in SGLANG.gate_names if (model_type, f"sglang/{g}") in backend_run] == list(SGLANG.gate_names)
+
+
+def test_llama_passes_every_sglang_gate(backend_run):
+    for gate in SGLANG.gate_names:
+        row = backend_run[("llama", f"sglang/{gate}")]
+        assert row.status is Status.BUILD, (gate, row.message)
+    assert backend_run[("llama", "sglang/registry")].message == "TransformersForCausalLM"
+    assert backend_run[("llama", "sglang/attention")].message == "32 attention instances"
+    assert backend_run[("llama", "sglang/compile-compatible")].extras["compile_enabled"] is True
+
+
+def test_bloom_stops_sglang_at_the_attention_backend_with_sglangs_message(backend_run):
+    row = backend_run[("bloom", "sglang/attention-backend")]
+    assert row.status is Status.UNSUPPORTED
+    assert row.message == ("ValueError: Model <class 'transformers.models.bloom.modeling_bloom.BloomModel'> does not "
+                           "support custom attention backends (_supports_attention_backend=False). The Transformers "
+                           "backend requires custom attention support.")
+    for gate in SGLANG.gate_names[2:]:
+        later = backend_run[("bloom", f"sglang/{gate}")]
+        assert later.status is Status.SKIPPED
+        assert later.message == "not reached: SGLang stops at backend/sglang/attention-backend"
+
+
+def test_vllm_and_sglang_part_ways_on_real_types(backend_run):
+    """distilbert's layers do not dispatch attention through transformers' interface, which stops
+    vLLM's attention gate, while SGLang's constructor makes an attention instance per layer without
+    looking; biogpt's class sets `_supports_attention_backend = False`, which SGLang refuses and vLLM
+    lets pass (it also takes a class that can set its attention implementation)."""
+    vllm = engines.get("vllm")
+    assert _first_stop(backend_run, "distilbert", vllm) == "attention"
+    assert "does not dispatch through the Transformers attention interface" in \
+        backend_run[("distilbert", "attention")].message
+    assert _first_stop(backend_run, "distilbert", SGLANG) is None
+    assert _first_stop(backend_run, "biogpt", vllm) is None
+    assert _first_stop(backend_run, "biogpt", SGLANG) == "attention-backend"
+    assert "(_supports_attention_backend=False)" in backend_run[("biogpt", "sglang/attention-backend")].message
+
+
+@pytest.mark.skipif(SGLANG.installed, reason="SGLang is installed: tests/engines/test_sglang_own.py sweeps "
+                                             "under its policy")
+def test_the_sglang_policy_needs_sglang(tmp_path):
+    import auditor
+
+    with pytest.raises(InputError, match=r"policy 'sglang' needs SGLang installed: "
+                                         r"pip install 'model-sweep-auditor\[sglang\]'"):
+        auditor.sweep(tmp_path / "run", models=["llama"], checks=["backend"], policies=["fixed", "sglang"])
+    assert not (tmp_path / "run" / "results.jsonl").exists()
 
 
 # -- the gates on plugin types ----------------------------------------------------------------------

@@ -12,15 +12,15 @@ from auditor.decorators import get_policy, policy_names
 
 def test_vllm_is_registered_with_its_gates_in_vllms_order():
     vllm = engines.get("vllm")
-    assert engines.names() == ("vllm",) and engines.all() == (vllm,)
+    assert engines.names() == ("vllm", "sglang") and engines.all() == (vllm, engines.get("sglang"))
     assert vllm.gate_names == ("registry", "build", "enable-if", "pp-plan", "tp-plan", "attention",
                                "version:video", "version:mtp")
     assert vllm.stopping == {"registry", "build", "enable-if", "tp-plan", "attention"}
     assert vllm.not_reached("registry") == "not reached: vLLM stops at backend/registry"
     assert vllm.install_hint == "pip install 'model-sweep-auditor[vllm]'"
     assert vllm.version == "emulated" or not vllm.version[0].isalpha()
-    with pytest.raises(ValueError, match="unknown engine 'sglang'"):
-        engines.get("sglang")
+    with pytest.raises(ValueError, match="unknown engine 'tgi'"):
+        engines.get("tgi")
 
 
 def test_the_engines_policy_selects_its_own_code_rows():
@@ -28,6 +28,7 @@ def test_the_engines_policy_selects_its_own_code_rows():
     assert vllm.variants(("legacy", "fixed")) == (("", False),)
     assert vllm.variants(("legacy", "vllm")) == (("", False), ("vllm", True))
     assert engines.by_policy("vllm") is vllm and engines.by_policy("legacy") is None
+    assert vllm.policy == "vllm" and vllm.component("registry") == "registry"  # vLLM's columns as before
     own, emulated = vllm.functions(own=True), vllm.functions(own=False)
     assert set(own) == set(emulated) == set(vllm.gate_names) - {"build"}
     assert own["pp-plan"] is emulated["pp-plan"]  # vLLM's needs a whole engine: the emulation's stands
@@ -51,3 +52,22 @@ def test_a_failure_in_the_decorator_adapter_is_the_decorators_and_one_in_the_bui
     with pytest.raises(AttributeError) as ours:
         build.needs_own_build(False, object())
     assert auditor_bug_at(ours.value).startswith("auditor/engines/vllm/build.py:")
+
+
+def test_sglang_is_registered_with_its_gates_in_sglangs_order_and_no_decorator():
+    sglang = engines.get("sglang")
+    assert sglang.gate_names == ("registry", "attention-backend", "build", "embeddings", "pp-plan", "tp-plan",
+                                 "attention", "vocab-embed", "compile-compatible")
+    assert sglang.stopping == {"registry", "attention-backend", "build", "embeddings", "tp-plan", "attention",
+                               "vocab-embed"}
+    assert sglang.decorator is None and sglang.policy == "sglang"
+    assert sglang.component("registry") == "sglang/registry"
+    assert sglang.not_reached("attention-backend") == "not reached: SGLang stops at backend/sglang/attention-backend"
+    assert sglang.variants(("fixed",)) == (("", False),)
+    assert sglang.variants(("fixed", "sglang")) == (("", False), ("sglang", True))
+    assert engines.by_policy("sglang") is sglang and engines.gate_policies() == {"sglang"}
+    # SGLang's own policy selects gate functions, not a decorator: it is no decorator policy.
+    assert "sglang" not in policy_names()
+    own, emulated = sglang.functions(own=True), sglang.functions(own=False)
+    assert own["embeddings"] is emulated["embeddings"]  # inline in SGLang's __init__: the emulation stands
+    assert own["attention"] is not emulated["attention"]

@@ -15,7 +15,7 @@ import re
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[2] / "auditor"
-ENGINES = {"vllm"}  # the engines' own import names
+ENGINES = {"vllm", "sglang"}  # the engines' own import names
 # `vllm.something` as a module path of its own (not `auditor.engines.vllm.decorator`).
 _MODULE_PATH = re.compile(r"(?<![\w.])(?:" + "|".join(ENGINES) + r")\.\w")
 _IMPORTERS = {"find_spec", "import_module", "__import__"}

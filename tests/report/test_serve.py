@@ -37,7 +37,8 @@ def _served_by_rows(outdir) -> dict[str, set[str]]:
     found = {}
     for engine in engines.all():
         stopped = {row["model_type"] for row in rows if row["check"] == "backend" and not row["policy"]
-                   and row["component"] in engine.stopping and row["status"] == "unsupported"}
+                   and row["component"] in {engine.component(g) for g in engine.stopping}
+                   and row["status"] == "unsupported"}
         found[engine.name] = set(TYPES) - stopped
     return found
 
@@ -48,7 +49,9 @@ def test_the_header_records_each_engine_with_its_versions_and_rule(sweep):
     assert [e.name for e in info.engines] == list(engines.names())
     for recorded, engine in zip(info.engines, engines.all(), strict=True):
         assert recorded.follows == engine.follows and recorded.version == engine.version
-        assert set(recorded.stopping) == engine.stopping and recorded.gates == engine.gate_names
+        # Recorded as their rows name them (`sglang/registry`: the column `backend/sglang/registry`).
+        assert set(recorded.stopping) == {engine.component(g) for g in engine.stopping}
+        assert recorded.gates == tuple(engine.component(g) for g in engine.gate_names)
 
 
 def test_counts_match_the_backend_rows(sweep):
@@ -97,7 +100,8 @@ def test_the_verdict_line_heads_report_html(sweep):
     line = page.index("would serve 2 of 3 model types")
     assert line < page.index('<section id="environments">') < page.index('<section id="matrix-section">')
     assert 'data-model="t5"' in page[line:page.index('<section id="environments">')]
-    assert f"<td>{engines.get('vllm').record().text}</td>" in page  # the environments table
+    versions = "; ".join(engine.record().text for engine in engines.all())  # every engine, in order
+    assert f"<td>{versions}</td>" in page  # the environments table
 
 
 def test_own_code_rows_of_another_installed_version_are_refused():
@@ -150,7 +154,7 @@ def test_a_diff_names_both_runs_engine_versions(sweep):
 
     run = read_run(sweep[0])
     found = diff_runs(run, run)
-    text = engines.get("vllm").record().text
+    text = "; ".join(engine.record().text for engine in engines.all())
     assert render_diff_markdown(found).count(f"| {text} |") == 2
     assert render_diff_html(found).count(f"<td>{text}</td>") == 2
 
