@@ -33,7 +33,15 @@ def header(plan: SweepPlan):
     return probe(request.command or command_line(request, plan.outdir),
                  device=describe_device(request.device) if plan.runs_models else "meta",
                  checks=request.checks, label=request.label, shard=shard_text(request.shard),
-                 experiment=experiment(plan))
+                 experiment=experiment(plan), engines=engine_versions())
+
+
+def engine_versions() -> dict[str, str]:
+    """Each serving engine's installed version, or "emulated": recorded in the header, not
+    checked on --resume (the emulations are the auditor's own code)."""
+    from auditor import engines
+
+    return {engine.name: engine.version for engine in engines.all()}
 
 
 def experiment(plan: SweepPlan) -> dict:
