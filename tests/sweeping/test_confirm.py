@@ -14,6 +14,7 @@ import pytest
 from auditor.core.outcome import Outcome
 from auditor.core.results import read_run
 from auditor.report.matrix import build_matrix
+from auditor.report.summary import findings
 from auditor.sweeping.confirm import pending
 from tests.conftest import FLAKY_TYPES
 
@@ -73,6 +74,8 @@ def test_the_summary_counts_the_reruns(sweeps):
     summary = (reruns / "summary.md").read_text()
     assert "2 cells rerun: 1 flaky (passed on a rerun), 1 confirmed" in summary
     assert "rerun" not in (no_reruns / "summary.md").read_text()
+    headline = findings(build_matrix([read_run(reruns)]))[0].text()  # report.html's, and the CLI's last lines
+    assert headline == "build: 1/3 pass · oom 1 (auditor_flaky_always) · oom (flaky) 1 (auditor_flaky_flip)"
 
 
 def test_what_is_left_to_rerun_is_read_from_the_file(sweeps, tmp_path):
