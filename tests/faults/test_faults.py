@@ -212,7 +212,7 @@ def test_parent_killed_while_writing_a_model_type_resumes_to_the_whole_run(refer
 
 def test_a_worker_killed_mid_type_costs_that_type_only(reference, tmp_path):
     _, rows = reference
-    proc = _sweep(tmp_path, "--plugin", TROUBLEMAKERS, "--models", "auditor_hang", "--timeout", "120")
+    proc = _sweep(tmp_path, "--plugin", TROUBLEMAKERS, "--models", "auditor_hang", "--timeout", "120", "--reruns", "0")
     workers = []
 
     def hang_running() -> bool:
