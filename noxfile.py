@@ -12,6 +12,8 @@ Environment variables (all optional):
   AUDITOR_PYTHONS       the Pythons of the run's sweep sessions, e.g. "3.10,3.11" (default:
                         those of 3.10-3.14 that have an interpreter here)
   AUDITOR_HISTORY_KEEP  nights kept in reports/history/py3.X/ (default 30)
+  AUDITOR_EXPECTED      the folder of the nightly gate's expected baselines, py3.X.csv each
+                        (`auditor baseline`; default expected/, a missing file: no baseline)
   AUDITOR_EXTRAS        the project's extras in the upgrade_check venvs, e.g. "[ray]" (set by
                         `auditor versions --executor ray`; default none)
 
@@ -153,7 +155,7 @@ def report(session: nox.Session) -> None:
 
 @nox.session(python=MAIN_PYTHON, reuse_venv=True)
 def history(session: nox.Session) -> None:
-    """The run's sweeps into the nightly history, indexed; fails on regressions since the night before.
+    """The run's sweeps into the nightly history, indexed; fails on confirmed, unexpected failures.
 
     Each reports/<run-id>/py3.X/ is copied to reports/history/py3.X/<run-id>/; each Python's
     history gets index.html, and every night its diff.html against the night before."""
@@ -171,13 +173,32 @@ def history(session: nox.Session) -> None:
         for old in previous[: max(0, len(previous) + 1 - keep)]:
             shutil.rmtree(old)
         session.run("auditor", "report", "--history", str(nights))
-        if previous:
-            try:
-                session.run("auditor", "diff", str(previous[-1]), str(nights / run_id))
-            except CommandFailed:
-                regressed.append(sweep_dir.name)
+        if previous:  # diff.html and diff.md; the gate below decides
+            session.run("auditor", "diff", str(previous[-1]), str(nights / run_id), success_codes=[0, 1])
+        if not _gate(session, nights / run_id, previous[-1] if previous else None, sweep_dir.name):
+            regressed.append(sweep_dir.name)
     if regressed:
-        session.error(f"regressions against the previous night on {', '.join(regressed)}")
+        session.error(f"confirmed, unexpected failures on {', '.join(regressed)} (see gate.md)")
+
+
+def _gate(session: nox.Session, tonight: Path, before: Path | None, python: str) -> bool:
+    """`auditor gate` on tonight's run: its gate.md goes to the job's step summary too. A baseline
+    at $AUDITOR_EXPECTED/py3.X.csv (default expected/), when there is one, says which failures are
+    known."""
+    expected = Path(os.environ.get("AUDITOR_EXPECTED", "expected")) / f"{python}.csv"
+    words = ["auditor", "gate", str(tonight), "--markdown", str(tonight / "gate.md")]
+    words += ["--against", str(before)] if before is not None else []
+    words += ["--expected", str(expected)] if expected.is_file() else []
+    try:
+        session.run(*words)
+        passed = True
+    except CommandFailed:
+        passed = False
+    summary = os.environ.get("GITHUB_STEP_SUMMARY")
+    if summary and (tonight / "gate.md").is_file():
+        with open(summary, "a", encoding="utf-8") as out:
+            out.write(f"\n## {python}\n\n" + (tonight / "gate.md").read_text(encoding="utf-8"))
+    return passed
 
 
 @nox.session(python=MAIN_PYTHON, reuse_venv=True)

@@ -58,3 +58,37 @@ def by_type(rows: list[dict], check: str = "build") -> dict[str, dict]:
 @pytest.fixture(autouse=True)
 def _offline(monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+
+
+FLAKY_MODELS = str(PLUGINS / "flaky_models.py")
+FLAKY_TYPES = ("auditor_flaky_always", "auditor_flaky_fine", "auditor_flaky_flip")
+# Three nights of the nightly history: auditor_flaky_flip's build count before each (even: it fails).
+NIGHTS = {"2026-11-01": 0, "2026-11-02": 1, "2026-11-03": 2}
+
+
+@pytest.fixture(scope="session")
+def flaky_sweeps(tmp_path_factory) -> dict[str, tuple[Path, subprocess.CompletedProcess]]:
+    """Real sweeps of tests/plugins/flaky_models.py's three types, side by side, shared by the
+    tests of reruns (tests/sweeping/test_confirm.py) and of the nightly history, baseline and gate
+    (tests/report/test_nightly.py): name -> (run directory, its CLI process).
+
+    * "reruns": the default --reruns 1 (the flipping type fails, then passes on its rerun);
+    * each night of NIGHTS: --reruns 0, its counter started at the night's count, so the flipping
+      type fails, builds, fails: the nights one after another, run at once. Their run directories
+      are history/<night>/."""
+    tmp = tmp_path_factory.mktemp("flaky")
+    plans = {"reruns": (tmp / "reruns", 0, ())}
+    plans.update({night: (tmp / "history" / night, count, ("--reruns", "0")) for night, count in NIGHTS.items()})
+
+    def sweep(name: str) -> subprocess.CompletedProcess:
+        outdir, count, extra = plans[name]
+        counters = tmp / "counters" / name
+        counters.mkdir(parents=True)
+        (counters / "auditor_flaky_flip").write_text(str(count))
+        return run_auditor("sweep", "--plugin", FLAKY_MODELS, "--models", ",".join(FLAKY_TYPES), "--checks", "build",
+                           "--jobs", "1", "--fail-on", "oom", "-o", str(outdir), *extra,
+                           env={"AUDITOR_TEST_COUNTERS": str(counters)})
+
+    with ThreadPoolExecutor(max_workers=len(plans)) as pool:
+        done = dict(zip(plans, pool.map(sweep, plans), strict=True))
+    return {name: (plans[name][0], proc) for name, proc in done.items()}

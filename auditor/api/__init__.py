@@ -13,10 +13,13 @@
 """
 
 from auditor.api.runs import (
+    baseline,
     diff,
     findings,
     gate,
     matrix,
+    nightly_gate,
+    read_baseline,
     read_run,
     read_runs,
     render_junit,
@@ -40,6 +43,6 @@ from auditor.core.status import Status
 __all__ = [
     "DEFAULT_CHECKS", "DEFAULT_POLICIES", "AuditorError", "InputError", "Result", "ResultsFileError",
     "Run", "RunInfo", "RunInterrupted", "RunStopped", "Status", "SweepEvents", "SweepOutcome",
-    "SweepRequest", "diff", "findings", "gate", "matrix", "read_run", "read_runs", "render_junit",
-    "render_summary", "sweep", "verdicts", "write_diff", "write_report",
+    "SweepRequest", "baseline", "diff", "findings", "gate", "matrix", "nightly_gate", "read_baseline",
+    "read_run", "read_runs", "render_junit", "render_summary", "sweep", "verdicts", "write_diff", "write_report",
 ]

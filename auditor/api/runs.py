@@ -25,9 +25,11 @@ def read_runs(paths: Iterable[PathLike | Run]) -> list[Run]:
     return [read_run(p) for p in paths]
 
 
-def diff(base: PathLike | Run, new: PathLike | Run, allow: PathLike | Iterable[str] | None = None):
+def diff(base: PathLike | Run, new: PathLike | Run, allow: PathLike | Iterable[str] | None = None,
+         expected=None):
     """Compare two runs cell by cell: a `RunDiff` (its `blocking` regressions are what makes
-    `auditor diff` exit 1). `allow` is an allow-list file, or its entries."""
+    `auditor diff` exit 1). `allow` is an allow-list file, or its entries; `expected` an expected
+    baseline (or its file), whose listed failures block nothing."""
     from auditor.report.diff import AllowList, AllowListError, diff_runs, parse_allow_list
 
     allowed = AllowList()
@@ -43,7 +45,7 @@ def diff(base: PathLike | Run, new: PathLike | Run, allow: PathLike | Iterable[s
             allowed = parse_allow_list("\n".join(allow), "allow entries")
         except AllowListError as exc:
             raise InputError(str(exc)) from None
-    return diff_runs(read_run(base), read_run(new), allowed)
+    return diff_runs(read_run(base), read_run(new), allowed, read_baseline(expected))
 
 
 def matrix(runs: Sequence[PathLike | Run]):
@@ -100,12 +102,38 @@ def render_junit(runs_or_diff) -> str:
     return render(read_runs(runs_or_diff))
 
 
-def gate(runs: Sequence[PathLike | Run], fail_on: Iterable[str]):
+def gate(runs: Sequence[PathLike | Run], fail_on: Iterable[str], expected=None):
     """The cells that `--fail-on` rules match (`refused`, `decorate/*/legacy=refused`): a tuple
-    of `GateHit`, empty when the gate passes. Bad rules are an InputError."""
+    of `GateHit`, empty when the gate passes. Bad rules are an InputError. `expected`: a
+    Baseline (or its file), whose listed failures never match."""
+    from auditor.report.baseline import expected_matrix
     from auditor.report.gate import gate_hits, parse_fail_on
 
-    return gate_hits(matrix(runs), parse_fail_on(fail_on))
+    rules = parse_fail_on(fail_on)
+    return gate_hits(expected_matrix(read_runs(runs), read_baseline(expected)), rules)
+
+
+def read_baseline(path):
+    """The expected baseline in a CSV file (`auditor baseline` writes one); a Baseline or None
+    is given back as it is. An unreadable or malformed file is an InputError."""
+    from auditor.report.baseline import read_baseline as read
+
+    return read(path)
+
+
+def baseline(runs: Sequence[PathLike | Run]):
+    """The confirmed failures of the runs as an expected Baseline (render_baseline writes it)."""
+    from auditor.report.baseline import baseline_of
+
+    return baseline_of(read_runs(runs))
+
+
+def nightly_gate(new: PathLike | Run, previous: PathLike | Run | None = None, expected=None):
+    """The nightly gate's verdict on `new` (auditor.report.nightly): `.failed` on confirmed,
+    unexpected failures only."""
+    from auditor.report.nightly import nightly_gate as judge
+
+    return judge(read_run(new), None if previous is None else read_run(previous), read_baseline(expected))
 
 
 def _writing(write, subject, outdir: PathLike) -> list[Path]:

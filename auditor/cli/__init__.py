@@ -45,9 +45,9 @@ def note_damage(run) -> None:
 
 
 def _subcommands():
-    from auditor.cli import agree, bisect, diff, report, sweep, upgrade, versions
+    from auditor.cli import agree, baseline, bisect, diff, gate, report, sweep, upgrade, versions
 
-    return [sweep, report, diff, agree, upgrade, bisect, versions]
+    return [sweep, report, diff, gate, baseline, agree, upgrade, bisect, versions]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -4,7 +4,8 @@ It also lists config drift: per model type, how its default config changed betwe
 (keys removed, added, renamed, re-defaulted; attribute map and parallel plans; model class and
 parameters), changes shared by many types once as a group; `--fail-on drift` gates on it.
 
-A regression is a cell (model type and column) that was `build` in BASE and is not in NEW.
+A regression is a cell (model type and column) that was `build` in BASE and is not in NEW; one
+whose cell passed on a rerun (flaky) or whose failure --expected lists does not make it exit 1.
 The allow file has one `model_type` or `model_type/column-prefix` per line (a prefix matches
 whole `/` segments: `llava/decorate` covers decorate/legacy and decorate/fixed); `#` starts a comment.
 """
@@ -24,6 +25,8 @@ def add_parser(subparsers) -> None:
     p.add_argument("base", type=Path, metavar="BASE", help="results.jsonl or run directory to compare against")
     p.add_argument("new", type=Path, metavar="NEW", help="results.jsonl or run directory to check")
     p.add_argument("--allow", type=Path, metavar="FILE", help="regressions to accept, one per line")
+    p.add_argument("--expected", type=Path, metavar="FILE",
+                   help="an expected baseline (`auditor baseline`): regressions to failures it lists block nothing")
     p.add_argument("--output", "-o", type=Path, metavar="OUTDIR",
                    help="where to write diff.md and diff.html (default: NEW's directory)")
     p.add_argument("--fail-on", action="append", default=[], choices=("drift",),
@@ -42,8 +45,9 @@ def run_diff(args: argparse.Namespace) -> int:
 
     if args.allow is not None and not args.allow.is_file():
         raise UsageError(f"cannot read allow list {args.allow}: no such file")
+    expected = api.read_baseline(args.expected)
     base, new = read_results(args.base), read_results(args.new)
-    diff = api.diff(base, new, args.allow)
+    diff = api.diff(base, new, args.allow, expected)
     outdir = args.output if args.output is not None else new.path.parent
     paths = api.write_diff(diff, outdir)
     if args.junit is not None:

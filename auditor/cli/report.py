@@ -1,7 +1,9 @@
 """`auditor report`: render report.html, results.csv and matrix.csv from finished runs, re-running nothing.
 
 With --history REPORTS_DIR it instead indexes a folder of nightly run directories: each run gets
-its report when it has none, each run its diff against the run before, and the folder an index.html.
+its report when it has none, each run its diff against the run before, and the folder an index.html
+(with a timeline of every cell that changed) and timeline.csv (each such cell's status per night,
+with the night's versions, its first failing night, flips, and whether it is flaky).
 """
 
 from __future__ import annotations
@@ -33,6 +35,8 @@ def add_parser(subparsers) -> None:
                         "$GITHUB_STEP_SUMMARY; under 65,536 characters")
     p.add_argument("--fail-on", action="append", default=[], metavar="[COLUMN_GLOB=]STATUS,...",
                    help="exit 1 when any cell has one of these statuses (as for `auditor sweep`)")
+    p.add_argument("--expected", type=Path, metavar="FILE",
+                   help="an expected baseline (`auditor baseline`): --fail-on never matches the failures it lists")
     p.set_defaults(handler=run_report)
 
 
@@ -41,12 +45,13 @@ def run_report(args: argparse.Namespace) -> int:
     from auditor.report.gate import describe_hits, parse_fail_on
 
     if args.history is not None:
-        if args.results or args.output or args.junit or args.markdown or args.fail_on:
-            raise UsageError("--history takes no RESULTS, --output, --junit, --markdown or --fail-on")
+        if args.results or args.output or args.junit or args.markdown or args.fail_on or args.expected:
+            raise UsageError("--history takes no RESULTS, --output, --junit, --markdown, --fail-on or --expected")
         return _history(args.history)
     if not args.results:
         raise UsageError("give at least one results.jsonl or run directory (or --history REPORTS_DIR)")
     rules = parse_fail_on(args.fail_on)
+    expected = api.read_baseline(args.expected)
     runs = [read_results(path) for path in args.results]
     if args.output is None and len(runs) > 1:
         raise UsageError("with several inputs, say where the report goes with --output")
@@ -63,7 +68,7 @@ def run_report(args: argparse.Namespace) -> int:
     elif args.markdown is not None:
         target = Path(args.markdown)
         print(_write(lambda: write_text(target, api.render_summary(runs)), target))
-    hits = api.gate(runs, args.fail_on) if rules else ()
+    hits = api.gate(runs, args.fail_on, expected) if rules else ()
     if hits:
         print(f"auditor: {describe_hits(hits)}", file=sys.stderr)
         return EXIT_FINDINGS
@@ -81,6 +86,7 @@ def _write(action, target: Path):
 def _history(reports: Path) -> int:
     from auditor.report import write_diff, write_report
     from auditor.report.history import REPORT_FILE, build_history, render_history
+    from auditor.report.timeline import TIMELINE_FILE, render_timeline_csv
 
     if not reports.is_dir():
         raise UsageError(f"{reports} is not a directory")
@@ -97,10 +103,12 @@ def _history(reports: Path) -> int:
             _write(partial(write_report, [run], run.path.parent), run.path.parent)
     for run, diff in history.consecutive():
         _write(partial(write_diff, diff, run.path.parent), run.path.parent)
-    index = reports / INDEX_FILE
-    try:
-        index.write_text(render_history(history, skipped), encoding="utf-8")
-    except OSError as exc:
-        raise UsageError(f"cannot write {index}: {exc.strerror or exc}") from None
-    print(index)
+    index, timeline = reports / INDEX_FILE, reports / TIMELINE_FILE
+    for path, text in ((index, render_history(history, skipped)),
+                       (timeline, render_timeline_csv(history.runs, history.cells))):
+        try:
+            path.write_text(text, encoding="utf-8")
+        except OSError as exc:
+            raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from None
+        print(path)
     return EXIT_OK

@@ -34,13 +34,15 @@ def run_sweep(args: argparse.Namespace) -> int:
     # Python leaves SIGINT ignored when the shell started us that way (a background job); Ctrl-C
     # must always stop the pool cleanly and keep the rows, so take it back.
     signal.signal(signal.SIGINT, signal.default_int_handler)
+    from auditor.report.baseline import read_baseline
     from auditor.report.files import REPORT_FILES
     from auditor.report.gate import describe_hits, parse_fail_on
 
     rules = parse_fail_on(args.fail_on)
+    expected = read_baseline(args.expected)
     events = _PrintedEvents()
     try:
-        outcome = run_request(request_of(args), events, rules)
+        outcome = run_request(request_of(args), events, rules, expected)
     except RunInterrupted as stop:
         print(f"\nInterrupted: {stop.done} of {stop.total} model types finished; every finished "
               f"row is in {stop.results_path}.\nResume with: {stop.resume_command}", file=sys.stderr)

@@ -3,15 +3,17 @@
 A status says what happened (`refused`, `skipped`, ...); an outcome says whether it is news:
 `pass`, a `finding` (what the audit exists to show), `expected` (a failure by design, documented
 by the check that wrote it: the by-reference pickle of remote code fails for every type, the bug
-by-value pickling works around) or `skipped` (the check did not apply, or an earlier gate stopped
-the engine: nothing was tested). Every renderer, the `--fail-on` gate, JUnit and the progress line
+by-value pickling works around; or a failure an expected baseline lists, see `expected=`),
+`skipped` (the check did not apply, or an earlier gate stopped the engine: nothing was tested) or
+`flaky` (it failed with a status the machine can cause, and a rerun of it passed: not a pass, since
+it did fail, and not a finding, since it is not confirmed). Every renderer, the `--fail-on` gate, JUnit and the progress line
 ask `outcome()` instead of combining `Status.ok`, `skipped` and the `expected` flag themselves,
 so that a new label (a flaky cell, one expected by a committed baseline) is added here once.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from enum import Enum
 from typing import Any
 
@@ -20,6 +22,16 @@ from auditor.core.status import Status
 # The key of Result.extras that the writer of a row sets to True when the row fails by design.
 # Rows keep writing it as they always did (results.jsonl does not change); only this module reads it.
 EXPECTED_KEY = "expected"
+# The key of Result.extras a rerun's row carries: its attempt (1 for the first rerun). The cell
+# keeps the first row (it decides) and every rerun row after it; the flaky label is read from them.
+RERUN_KEY = "rerun"
+
+# Failing statuses the machine can cause rather than the model: a loaded runner times out or runs
+# short of memory, a worker dies of something else (a signal, a dying executor), a compiler's
+# backend fails (a subprocess, a cache) or a nondeterministic kernel drifts past the tolerance.
+# A sweep reruns such cells before it reports them (--reruns). graph-break, recompiled,
+# specialized and eager-error are properties of the traced code, the same on every run.
+UNCONFIRMED = frozenset({Status.TIMEOUT, Status.OOM, Status.CRASH, Status.COMPILE_ERROR, Status.MISMATCH})
 
 
 class Outcome(str, Enum):
@@ -29,6 +41,7 @@ class Outcome(str, Enum):
     FINDING = "finding"
     EXPECTED = "expected"
     SKIPPED = "skipped"
+    FLAKY = "flaky"
 
     def __str__(self) -> str:
         return self.value
@@ -40,16 +53,25 @@ class Outcome(str, Enum):
 
 
 _LABELS = {Outcome.PASS: "pass", Outcome.FINDING: "finding", Outcome.EXPECTED: "expected by design",
-           Outcome.SKIPPED: "skipped"}
+           Outcome.SKIPPED: "skipped", Outcome.FLAKY: "flaky: passed on a rerun"}
 
 
-def outcome(status: Status, extras: Mapping[str, Any] | None = None) -> Outcome:
+def needs_confirmation(status: Status) -> bool:
+    """Whether a failing cell with this status is rerun before it is reported."""
+    return status in UNCONFIRMED
+
+
+def outcome(status: Status, extras: Mapping[str, Any] | None = None, *, reruns: Iterable[Status] = (),
+            expected: bool = False) -> Outcome:
     """The outcome of a row (or of the cell it decides).
 
     A pass is a pass whatever else the row says. A skip is checked before the expected flag:
     a row that tested nothing has nothing to expect (JUnit has always shown such a row as
     skipped with its own reason). Only `True` marks a failure as expected: the pickle check
-    writes `False` on the row that passes where the bug was expected.
+    writes `False` on the row that passes where the bug was expected. `reruns`: the statuses of
+    the cell's rerun rows; a failure the machine can cause is flaky when one of them passed (before
+    a baseline's say: a cell that passes on a rerun is not reliably failing). `expected`: an
+    expected baseline lists this failure (its status and signature).
     """
     if status.ok:
         return Outcome.PASS
@@ -57,4 +79,20 @@ def outcome(status: Status, extras: Mapping[str, Any] | None = None) -> Outcome:
         return Outcome.SKIPPED
     if extras is not None and extras.get(EXPECTED_KEY) is True:
         return Outcome.EXPECTED
+    if needs_confirmation(status) and any(rerun.ok for rerun in reruns):
+        return Outcome.FLAKY
+    if expected:
+        return Outcome.EXPECTED
     return Outcome.FINDING
+
+
+def cell_outcome(rows: Sequence[Any], *, expected: bool = False) -> Outcome:
+    """The outcome of a cell from every row that claimed it (`Result`s, in the order read): the
+    first decides; the rows after it marked as reruns say whether it is flaky."""
+    first = rows[0]
+    reruns = [row.status for row in rows[1:] if is_rerun(row.extras)]
+    return outcome(first.status, first.extras, reruns=reruns, expected=expected)
+
+
+def is_rerun(extras: Mapping[str, Any]) -> bool:
+    return isinstance(extras.get(RERUN_KEY), int)

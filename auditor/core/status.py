@@ -78,7 +78,7 @@ DESCRIPTIONS: dict[Status, str] = {
     Status.CRASH: "the worker process died (segfault, `os._exit`); the message says how",
     Status.OOM: "`MemoryError`, or the worker went over `--max-memory`",
     Status.SKIPPED: "the check does not apply; the message says why",
-    Status.AUDITOR_ERROR: "the auditor's own code failed (a bug of ours, not the model's); the message names the auditor line",
+    Status.AUDITOR_ERROR: "the auditor's own code or its executor failed (not the model's): the message names the auditor line, or says `ExecutorError` (a Ray cluster or node that died under the worker)",
     Status.UNSUPPORTED: "backend check: a serving engine's gate refused the model, with the engine's own message",
     Status.COMPILED: "compile check: one graph for every sequence length, output equal to eager (OK, like `build`)",
     Status.GRAPH_BREAK: "compile check: `torch.compile(fullgraph=True)` hit a graph break; extras say why and where",
@@ -175,10 +175,14 @@ _TRANSPORT_TIMEOUTS = {"GetTimeoutError"}  # Ray's
 _TASK_RULES: tuple[tuple[frozenset[str], Status, str], ...] = (  # Ray's, matched along the MRO
     (frozenset({"OutOfMemoryError"}), Status.OOM,
      "OutOfMemory: Ray's memory monitor killed the worker (its node ran short of memory)"),
-    (frozenset({"WorkerCrashedError", "NodeDiedError", "LocalRayletDiedError"}), Status.CRASH,
+    (frozenset({"WorkerCrashedError"}), Status.CRASH,
      "Crash: the Ray worker process died, also on the retry ({name})"),
-    (frozenset({"RayTaskError"}), Status.CRASH,  # our task code raised: an auditor bug, not the model's
-     "Crash: the Ray task failed: {cause}"),
+    # The executor's own failures, never the model's: the node (its raylet) under the task died,
+    # or our task code raised (run_case reports every error of a model type as a message).
+    (frozenset({"NodeDiedError", "LocalRayletDiedError"}), Status.AUDITOR_ERROR,
+     "ExecutorError: the Ray node running the task died ({name}); not the model's doing"),
+    (frozenset({"RayTaskError"}), Status.AUDITOR_ERROR,
+     "ExecutorError: the Ray task failed: {cause}"),
 )
 
 

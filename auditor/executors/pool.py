@@ -215,7 +215,27 @@ class WorkerPool:
             if self._failed_starts >= MAX_FAILED_STARTS:
                 raise PoolError(f"workers keep dying before they are ready ({how})")
             return None
+        fault = self._executor_fault(worker)
+        if fault:
+            return self._rows(worker, Status.AUDITOR_ERROR,
+                              f"ExecutorError: worker process {how}: {fault}; not the model's doing")
         return self._rows(worker, Status.CRASH, f"Crash: worker process {how}")
+
+    def _executor_fault(self, worker: _Worker) -> str:
+        """Why a worker's death is the auditor's own failure rather than its model type's, or "".
+        A worker that ran the pickle check's Ray round trip is a driver of the sweep's Ray cluster,
+        and Ray ends a driver whose cluster died: a death then, with the cluster gone, is the
+        executor's (an `auditor-error`), never the model's `crash`."""
+        checks = self.options.checks
+        if not self.options.ray_cluster or "pickle" not in checks:
+            return ""
+        joined = worker.tasks > 0 or (worker.progress.check in checks
+                                      and checks.index(worker.progress.check) >= checks.index("pickle"))
+        if not joined:
+            return ""
+        from auditor.remote.ray_trip import cluster_gone
+
+        return cluster_gone(self.options.ray_cluster)
 
     def _rows(self, worker: _Worker, status: Status, message: str) -> list[Result]:
         assert worker.case is not None

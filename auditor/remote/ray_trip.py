@@ -178,6 +178,21 @@ def join(announcement: str) -> None:
     ray.init(address=address, log_to_driver=False, logging_level=logging.ERROR)
 
 
+def cluster_gone(announcement: str, timeout: float = 2.0) -> str:
+    """Why the LocalCluster announced in `announcement` is gone ("" when its GCS still answers, or
+    when it never started: then no worker joined it). Ray ends a driver whose cluster died, so
+    the pool asks this before it blames a dead worker on its model type."""
+    try:
+        address = await_cluster(announcement, timeout=0)
+    except (RayUnavailable, OSError, ValueError, KeyError):
+        return ""
+    try:
+        check_reachable(address, timeout=timeout)
+    except ConnectionError as exc:
+        return f"the sweep's local Ray cluster is gone ({exc})"
+    return ""
+
+
 def check_reachable(address: str, timeout: float = CONNECT_TIMEOUT) -> None:
     """ConnectionError in seconds for a HOST:PORT where nothing listens: ray.init would retry for
     many minutes."""

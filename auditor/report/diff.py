@@ -2,14 +2,18 @@
 
 Like pyperf's compare_to: cells are matched by name, and what exists on one side only is listed
 rather than compared. A regression is a cell that was `build` and is something else now; an
-allow list can excuse known ones, by model type or by model type and column prefix.
+allow list can excuse known ones, by model type or by model type and column prefix, and so can an
+expected baseline (auditor.report.baseline) that lists the failure; a regression whose cell passed
+on a rerun (flaky) is not confirmed, and blocks nothing either.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from auditor.core.outcome import Outcome
 from auditor.core.results import Result, Run
+from auditor.report.baseline import Baseline, expected_matrix
 from auditor.report.drift import Drift, config_drift
 from auditor.report.matrix import column_order, run_cells, run_name
 from auditor.report.statuses import is_ok
@@ -70,6 +74,7 @@ class CellChange:
     after_signature: str = ""
     after_message: str = ""
     allowed: bool = False
+    label: str = ""  # "expected" (the baseline lists it) or "flaky" (a rerun passed): not blocking
 
     @property
     def key(self) -> str:
@@ -106,8 +111,9 @@ class RunDiff:
 
     @property
     def blocking(self) -> tuple[CellChange, ...]:
-        """Regressions no allow-list entry excuses: what makes `auditor diff` exit 1."""
-        return tuple(r for r in self.regressions if not r.allowed)
+        """Regressions no allow-list entry excuses, unconfirmed or expected ones left out: what
+        makes `auditor diff` exit 1."""
+        return tuple(r for r in self.regressions if not r.allowed and not r.label)
 
 
 def side(run: Run) -> Side:
@@ -116,8 +122,10 @@ def side(run: Run) -> Side:
                 model_types=len({m for m, _ in cells}), cells=len(cells), engines=run.info.engine_versions)
 
 
-def diff_runs(base: Run, new: Run, allow: AllowList = AllowList()) -> RunDiff:
+def diff_runs(base: Run, new: Run, allow: AllowList = AllowList(), expected: Baseline | None = None) -> RunDiff:
     before, after = run_cells(base), run_cells(new)
+    labels = {(m, col.column): str(cell.outcome) for m, col, cell in expected_matrix([new], expected).cells()
+              if cell.outcome in (Outcome.FLAKY, Outcome.EXPECTED)}
     types_before, types_after = {m for m, _ in before}, {m for m, _ in after}
     columns_before, columns_after = {c for _, c in before}, {c for _, c in after}
     common_types, common_columns = types_before & types_after, columns_before & columns_after
@@ -135,7 +143,7 @@ def diff_runs(base: Run, new: Run, allow: AllowList = AllowList()) -> RunDiff:
         elif a is None:
             removed.append(change)
         elif is_ok(b.status.value) and not is_ok(a.status.value):
-            regressions.append(replace(change, allowed=allow.allows(model_type, column)))
+            regressions.append(replace(change, allowed=allow.allows(model_type, column), label=labels.get(key, "")))
         elif not is_ok(b.status.value) and is_ok(a.status.value):
             fixes.append(change)
         elif not is_ok(a.status.value) and (b.status != a.status or b.signature != a.signature):
@@ -169,9 +177,12 @@ def _change(model_type: str, column: str, b: Result | None, a: Result | None) ->
 
 def summary_line(diff: RunDiff) -> str:
     """`1 regression (0 allowed), 1 fix, ...`: the one-line verdict of a diff."""
-    allowed = len(diff.regressions) - len(diff.blocking)
+    allowed = sum(1 for r in diff.regressions if r.allowed and not r.label)
+    unconfirmed = sum(1 for r in diff.regressions if r.label == "flaky")
+    expected = sum(1 for r in diff.regressions if r.label == "expected")
+    excused = [f"{n} {what}" for n, what in ((allowed, "allowed"), (unconfirmed, "flaky"), (expected, "expected")) if n]
     parts = [
-        _plural(len(diff.regressions), "regression") + (f" ({allowed} allowed)" if allowed else ""),
+        _plural(len(diff.regressions), "regression") + (f" ({', '.join(excused)})" if excused else ""),
         _plural(len(diff.fixes), "fix", "fixes"),
         _plural(len(diff.changed), "changed failure"),
         _plural(len(diff.added_types), "model type") + " added",

@@ -4,7 +4,9 @@ A rule is `STATUS` (any column) or `COLUMN_GLOB=STATUS` (columns matching a shel
 e.g. `decorate/*/legacy=refused`); one `--fail-on` takes several, comma-separated, and the
 flag repeats. A cell matches a rule when its column matches and its status is the rule's.
 Failures that are expected by design (the by-reference pickle of remote code, labelled in the
-report) never match: they fail for every model type, and a gate on them could never pass.
+report) never match: they fail for every model type, and a gate on them could never pass. Nor
+do flaky cells (a rerun passed: not confirmed) or failures an expected baseline lists: the gate
+fails on confirmed, unexpected failures only.
 """
 
 from __future__ import annotations
@@ -63,7 +65,7 @@ def gate_hits(matrix: Matrix, rules: Iterable[FailOn]) -> tuple[GateHit, ...]:
     rules = tuple(rules)
     hits = []
     for model_type, col, cell in matrix.cells():
-        if cell.outcome is Outcome.EXPECTED:
+        if cell.outcome in (Outcome.EXPECTED, Outcome.FLAKY):
             continue
         rule = next((r for r in rules if r.matches(col.column, cell.status)), None)
         if rule is not None:

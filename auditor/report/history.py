@@ -1,4 +1,5 @@
-"""The nightly history: run directories of a reports folder, each against the night before."""
+"""The nightly history: run directories of a reports folder, each against the night before, and
+a timeline of every cell that changed in the window (auditor.report.timeline)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from auditor.report.files import DIFF_FILES, REPORT_FILES
 from auditor.report.matrix import run_cells, run_name
 from auditor.report.statuses import legend
 from auditor.report.summary import Counts
+from auditor.report.timeline import CellTimeline, timelines
 
 REPORT_FILE = REPORT_FILES[0]  # report.html
 DIFF_FILE = DIFF_FILES[1]  # diff.html
@@ -27,6 +29,10 @@ class Night:
     model_types: int
     counts: Counts
     diff: RunDiff | None  # against the night before, None for the first
+    python: str = ""
+    torch: str = ""
+    transformers: str = ""
+    engines: tuple[tuple[str, str], ...] = ()  # (engine, version), from the run's header
 
     @property
     def report_link(self) -> str:
@@ -41,6 +47,11 @@ class Night:
 class History:
     nights: tuple[Night, ...]  # oldest first
     runs: tuple[Run, ...]  # aligned with nights
+    cells: tuple[CellTimeline, ...] = ()  # every cell that changed in the window
+
+    @property
+    def flaky(self) -> tuple[CellTimeline, ...]:
+        return tuple(cell for cell in self.cells if cell.flaky)
 
     @property
     def newest_first(self) -> tuple[Night, ...]:
@@ -63,8 +74,10 @@ def build_history(runs: Sequence[Run]) -> History:
             model_types=len({m for m, _ in cells}),
             counts=Counts.of(cells.values()),
             diff=diff_runs(ordered[i - 1], run) if i else None,
+            python=run.info.python, torch=run.info.torch, transformers=run.info.transformers,
+            engines=tuple(sorted((engine.name, engine.version) for engine in run.info.engines)),
         ))
-    return History(nights=tuple(nights), runs=tuple(ordered))
+    return History(nights=tuple(nights), runs=tuple(ordered), cells=timelines(ordered))
 
 
 def render_history(history: History, skipped: Sequence[tuple[str, str]] = (),

@@ -2,8 +2,8 @@
 Buildkite test analytics, GitLab, Jenkins): pure renderers, results in, text out.
 
 For a sweep or a merged report, one `testsuite` per environment and one `testcase` per cell:
-classname the model type, name the column. `build` and `compiled` pass; `skipped` cells, and
-failures that are expected by design (the by-reference pickle of remote code), are `skipped`
+classname the model type, name the column. `build` and `compiled` pass; `skipped` cells, flaky
+cells, and failures that are expected by design (the by-reference pickle of remote code), are `skipped`
 with their reason; every other status is a `failure` whose type is the status, whose message is
 the signature and whose text is the message. For a diff, the regressions are the failures
 (skipped when the allow list excuses them), and the fixes and changed failures pass with a note.
@@ -52,7 +52,7 @@ def render_junit(runs: Sequence[Run]) -> str:
             message, outcome = cell.message, cell.outcome
             if outcome is Outcome.SKIPPED:
                 _child(case, "skipped", message or "skipped")
-            elif outcome is Outcome.EXPECTED:
+            elif outcome in (Outcome.EXPECTED, Outcome.FLAKY):
                 _child(case, "skipped", f"{outcome.label}: {cell.status}: {cell.signature or message}")
             elif outcome is Outcome.FINDING:
                 _child(case, "failure", cell.signature or cell.status, text=message, type=cell.status.value)
@@ -67,7 +67,9 @@ def render_diff_junit(diff: RunDiff) -> str:
     for change in diff.regressions:
         case = _case(suite, change.model_type, change.column)
         what = f"regression: {change.before} -> {change.after}"
-        if change.allowed:
+        if change.label:
+            _child(case, "skipped", f"{what} ({change.label})")
+        elif change.allowed:
             _child(case, "skipped", f"{what} (excused by the allow list)")
         else:
             _child(case, "failure", f"{what}: {change.after_signature}", text=change.after_message,

@@ -19,7 +19,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from auditor.core.outcome import Outcome
+from auditor.core.outcome import Outcome, is_rerun
 from auditor.core.results import Run
 from auditor.report.breaks import break_groups
 from auditor.report.environments import differences, sentence
@@ -83,7 +83,7 @@ def _heading(runs: Sequence[Run], matrix: Matrix) -> list[str]:
     expected = outcomes.count(Outcome.EXPECTED)
     lines.append("")
     lines.append(f"{len(matrix.cells())} cells: {failing} failing" +
-                 (f", {expected} failing as expected by design (by-reference pickle of remote code)" if expected else ""))
+                 (f", {expected} failing as expected" if expected else "") + _reruns(matrix))
     return lines
 
 
@@ -109,6 +109,16 @@ def _folded(summary: str, items: list[str]) -> list[str]:
         return []
     more = [f"- ... and {len(items) - LIST_NAMES} more (serve.csv has them all)"] if len(items) > LIST_NAMES else []
     return ["", f"<details><summary>{summary}</summary>", "", *items[:LIST_NAMES], *more, "", "</details>"]
+
+
+def _reruns(matrix: Matrix) -> str:
+    """`; 3 cells rerun: 1 flaky (passed on a rerun), 2 confirmed`, or "" when none was."""
+    rerun = [c for _, _, c in matrix.cells() if any(is_rerun(r.extras) for r in c.results[1:])]
+    if not rerun:
+        return ""
+    flaky = sum(1 for c in rerun if c.outcome is Outcome.FLAKY)
+    return (f"; {len(rerun)} cell{'s' if len(rerun) != 1 else ''} rerun: {flaky} flaky (passed on a rerun), "
+            f"{len(rerun) - flaky} confirmed")
 
 
 def _policies(runs: Sequence[Run]) -> list[str]:
@@ -178,7 +188,8 @@ def _cell_texts(matrix: Matrix) -> dict:
     by_column: dict = {}
     for model_type, col, cell in matrix.cells():
         outcome = cell.outcome
-        label = f"{cell.status} ({outcome.label})" if outcome is Outcome.EXPECTED else cell.status
+        label = f"{cell.status} ({outcome.label})" if outcome in (Outcome.EXPECTED, Outcome.FLAKY) \
+            else cell.status
         by_column.setdefault(col, {}).setdefault((label, outcome is Outcome.PASS), []).append(model_type)
     texts = {}
     for col, statuses in by_column.items():

@@ -6,8 +6,10 @@ A cell is an environment, a model type and a column (`Result.column`). It keeps 
 claimed it, in the order read (runs in the order given, rows in file order): a resumed run that
 repeated a type, overlapping shards, or two runs of one environment. **The first row read decides
 the cell** (`deciding`), so a cell keeps its first verdict; the rows after it stay for whoever
-judges from all of them (a flaky label, later). What a cell means, pass or finding, is the outcome
-rule of auditor.core.outcome.
+judges from all of them: a sweep's reruns of a failure are such rows, and make the cell flaky when
+one passed. What a cell means (pass, finding, expected, skipped, flaky) is the outcome rule of
+auditor.core.outcome; a cell an expected baseline lists (auditor.report.baseline) is built with
+`listed=True`.
 
 Several runs of one environment merge into one group. A cell is marked as disagreeing when the
 environments that have it gave it different statuses (an environment without it is not compared).
@@ -15,11 +17,11 @@ environments that have it gave it different statuses (an environment without it 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from auditor.core.outcome import Outcome, outcome
+from auditor.core.outcome import Outcome, cell_outcome
 from auditor.core.results import RESULTS_FILE, Result, Run, RunInfo
 from auditor.core.status import Status
 
@@ -46,6 +48,7 @@ class Cell:
 
     results: tuple[Result, ...]
     disagree: bool = False
+    listed: bool = False  # an expected baseline lists its failure (status and signature)
     result: Result = field(init=False)  # the deciding one
     outcome: Outcome = field(init=False)
 
@@ -53,7 +56,7 @@ class Cell:
         # Derived once: reports read a cell's fields many times over.
         decided = deciding(self.results)
         object.__setattr__(self, "result", decided)
-        object.__setattr__(self, "outcome", outcome(decided.status, decided.extras))
+        object.__setattr__(self, "outcome", cell_outcome(self.results, expected=self.listed))
 
     @property
     def status(self) -> Status:
@@ -145,7 +148,9 @@ def run_cells(run: Run) -> dict[tuple[str, str], Result]:
     return {(model_type, column): r for (_, model_type, column), r in cell_results([run]).items()}
 
 
-def build_matrix(runs: Sequence[Run]) -> Matrix:
+def build_matrix(runs: Sequence[Run], listed: Callable[[str, str, str, str], bool] | None = None) -> Matrix:
+    """`listed(model_type, column, status, signature)`: whether an expected baseline lists a
+    cell's failure (auditor.report.baseline), which makes it `expected`."""
     found = cell_claims(runs)
     environments = list(dict.fromkeys(run.info.environment for run in runs))
     groups = tuple(
@@ -162,9 +167,14 @@ def build_matrix(runs: Sequence[Run]) -> Matrix:
         for col in columns:
             claims = found.get((col.environment, model_type, col.column))
             disagree = claims is not None and len(statuses_by_column[(model_type, col.column)]) > 1
-            cells.append(None if claims is None else Cell(tuple(claims), disagree))
+            cells.append(None if claims is None else Cell(tuple(claims), disagree, _listed(listed, claims[0])))
         rows.append(Row(model_type, tuple(cells)))
     return Matrix(groups=groups, rows=tuple(rows))
+
+
+def _listed(listed, first: Result) -> bool:
+    return listed is not None and not first.status.ok and listed(first.model_type, first.column, first.status.value,
+                                                                 first.signature)
 
 
 def column_order(column: str) -> tuple[bool, str]:

@@ -88,8 +88,8 @@ def findings(matrix: Matrix) -> tuple[Finding, ...]:
         outcomes = [(model_type, c, c.outcome) for model_type, c in cells]
         failing: dict[str, list[str]] = {}
         for model_type, c, o in outcomes:
-            if o not in (Outcome.PASS, Outcome.EXPECTED):
-                failing.setdefault(c.status, []).append(model_type)
+            if o not in (Outcome.PASS, Outcome.EXPECTED):  # a flaky cell apart from the confirmed ones
+                failing.setdefault(f"{c.status} (flaky)" if o is Outcome.FLAKY else c.status, []).append(model_type)
         ordered = sorted(failing.items(), key=lambda kv: (-len(kv[1]), rank(kv[0])))
         found.append(Finding(col.environment, col.column, len(cells), _count(outcomes, Outcome.PASS),
                              tuple((s, len(m), tuple(sorted(m))) for s, m in ordered),

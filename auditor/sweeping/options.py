@@ -151,6 +151,10 @@ OPTIONS: tuple[Option, ...] = (
     Option("max_tasks_per_worker", ("--max-tasks-per-worker",), Kind.INT, group="execution", default=0,
            executor="local", spelled=Spelled.GIVEN,
            help="replace a worker after this many model types (default 0: never)"),
+    Option("reruns", ("--reruns",), Kind.INT, group="execution", default=1, metavar="N", spelled=Spelled.ALWAYS,
+           help="rerun a cell that failed with a status the machine can cause (timeout, oom, crash, "
+                "compile-error, mismatch) up to N times in a fresh worker at the end of the sweep; one "
+                "that passes is labelled flaky, both rows kept (default 1; 0: off)"),
     Option("online", ("--online",), Kind.SWITCH, group="execution", default=False, experiment="hub allowed",
            spelled=Spelled.GIVEN, help="allow the Hugging Face hub (default: offline, HF_HUB_OFFLINE=1)"),
     Option("executor", ("--executor",), Kind.TEXT, group="execution", default="local", choices=("local", "ray"),
@@ -185,6 +189,8 @@ OPTIONS: tuple[Option, ...] = (
            request=False,
            help="exit 1 when any cell has one of these statuses, e.g. refused,check-error, or "
                 "per column: decorate/*/legacy=refused (expected-by-design failures never match)"),
+    Option("expected", ("--expected",), Kind.PATH, group="gating", metavar="FILE", request=False,
+           help="an expected baseline (`auditor baseline RUN -o FILE`): --fail-on never matches a failure it lists"),
     # What the header records as the command (default: the equivalent `auditor sweep`); the CLI
     # gives its own command line.
     Option("command", (), Kind.TEXT, default=""),

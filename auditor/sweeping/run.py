@@ -31,20 +31,22 @@ from auditor.sweeping.write import INTERRUPTED, write_rows
 
 
 def sweep(output: str | os.PathLike | None = None, *, events: SweepEvents | None = None,
-          fail_on: Iterable[str] = (), **options) -> SweepOutcome:
+          fail_on: Iterable[str] = (), expected=None, **options) -> SweepOutcome:
     """Run a sweep and write its files; see `SweepRequest` for the options.
 
     `fail_on` takes `--fail-on` rules (`refused`, `decorate/*/legacy=refused`); the cells they
-    match are `SweepOutcome.gate_hits`. Raises InputError on bad input (before any work),
-    RunStopped when the run could not go on, RunInterrupted on Ctrl-C."""
+    match are `SweepOutcome.gate_hits`, but for the failures the expected baseline `expected` (a
+    file, or a Baseline) lists. Raises InputError on bad input (before any work), RunStopped when
+    the run could not go on, RunInterrupted on Ctrl-C."""
+    from auditor.report.baseline import read_baseline
     from auditor.report.gate import parse_fail_on
 
     request = make_request(output=output, **options)
     rules = parse_fail_on(fail_on)
-    return run_request(request, events or SweepEvents(), rules)
+    return run_request(request, events or SweepEvents(), rules, read_baseline(expected))
 
 
-def run_request(request: SweepRequest, events: SweepEvents, rules: tuple = ()) -> SweepOutcome:
+def run_request(request: SweepRequest, events: SweepEvents, rules: tuple = (), expected=None) -> SweepOutcome:
     """The steps of a sweep, in order."""
     plan = validate(request)
     _prepare(plan, events)
@@ -56,7 +58,7 @@ def run_request(request: SweepRequest, events: SweepEvents, rules: tuple = ()) -
     todo = [case for case in selected if case.model_type not in already]
     if not resumed:  # a new run (or --overwrite): a new log; --resume appends to the old one
         (plan.outdir / WORKER_LOG).unlink(missing_ok=True)
-    return _run(plan, todo, info, events, rules, append=resumed)
+    return _run(plan, todo, info, events, (rules, expected), append=resumed, selected=selected)
 
 
 def _prepare(plan: SweepPlan, events: SweepEvents) -> None:
@@ -72,14 +74,16 @@ def _prepare(plan: SweepPlan, events: SweepEvents) -> None:
                     f"{Path(orphans[0]).parent} by auditor processes that were killed.")
 
 
-def _run(plan: SweepPlan, todo: list, info, events: SweepEvents, rules: tuple, *, append: bool) -> SweepOutcome:
+def _run(plan: SweepPlan, todo: list, info, events: SweepEvents, gating: tuple, *, append: bool,
+         selected: list) -> SweepOutcome:
     """Execute and write, then the tables and the gate; RunStopped or RunInterrupted, with every
     finished row kept, when the run did not finish."""
     start = time.monotonic()
     path = plan.outdir / RESULTS_FILE
     tables = Tables(plan.outdir)
     with execute.executor(plan, events) as executor:
-        done, stopped = write_rows(executor, todo, path, info, tables, plan, events, append=append)
+        done, stopped = write_rows(executor, todo, path, info, tables, plan, events, append=append,
+                                   selected=selected)
     run, files = None, ()
     try:
         run, files = tables.finish()
@@ -93,14 +97,14 @@ def _run(plan: SweepPlan, todo: list, info, events: SweepEvents, rules: tuple, *
     if stopped:
         raise RunStopped(stopped, **kept)
     return SweepOutcome(run=run, outdir=plan.outdir, files=files, done=done, total=len(todo),
-                        seconds=time.monotonic() - start, gate_hits=_gate(run, rules))
+                        seconds=time.monotonic() - start, gate_hits=_gate(run, *gating))
 
 
-def _gate(run, rules: tuple) -> tuple:
-    """The gate step: the cells the `fail_on` rules match."""
+def _gate(run, rules: tuple, expected) -> tuple:
+    """The gate step: the cells the `fail_on` rules match, but for those the baseline expects."""
     if not rules:
         return ()
+    from auditor.report.baseline import expected_matrix
     from auditor.report.gate import gate_hits
-    from auditor.report.matrix import build_matrix
 
-    return gate_hits(build_matrix([run]), rules)
+    return gate_hits(expected_matrix([run], expected), rules)

@@ -82,6 +82,8 @@ def _check_limits(request: SweepRequest) -> None:
         raise InputError("--jobs must be at least 1")
     if request.timeout <= 0:
         raise InputError("--timeout must be a positive number of seconds")
+    if request.reruns < 0:
+        raise InputError("--reruns must be 0 (no reruns) or more")
     if request.resume and request.overwrite:
         raise InputError("--resume and --overwrite contradict each other")
 

@@ -14,10 +14,12 @@ INTERRUPTED = "interrupted"
 
 
 def write_rows(executor, todo, path: Path, info, tables: Tables, plan: SweepPlan, events: SweepEvents,
-               *, append: bool) -> tuple[int, str]:
-    """Run the sweep, writing each model type's rows as one unit as they come; how many model
-    types finished, and why it stopped early: "" (it did not), INTERRUPTED, or what failed."""
+               *, append: bool, selected=()) -> tuple[int, str]:
+    """Run the sweep, writing each model type's rows as one unit as they come, then rerun the
+    failures to confirm among the `selected` types (the confirm step); how many model types
+    finished, and why it stopped early: "" (it did not), INTERRUPTED, or what failed."""
     from auditor.executors.pool import PoolError
+    from auditor.sweeping.confirm import confirm
 
     done = 0
     events.started(len(todo))
@@ -34,6 +36,8 @@ def write_rows(executor, todo, path: Path, info, tables: Tables, plan: SweepPlan
                 done += 1
                 events.finished_type(batch[0].model_type, batch)
             tables.rows_written(last=done == len(todo))
+        if confirm(executor, selected, path, writer, plan.request.reruns, events):
+            tables.rows_written(last=False)  # tables made before the reruns are made again
     except KeyboardInterrupt:
         stopped = INTERRUPTED
     except PoolError as exc:

@@ -21,7 +21,7 @@ def _compile_rows(out):
 def cpu_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("compile-cpu")
     proc = run_auditor("sweep", "--plugin", PLUGIN, "--models", f"{REAL},auditor_compile_.*", "--checks", "compile",
-                       "--compile-semantics", "plain", "--device", "cpu", "--backend", "eager", "--jobs", "2",
+                       "--compile-semantics", "plain", "--device", "cpu", "--backend", "eager", "--jobs", "2", "--reruns", "0",
                        "--timeout", "240", "-o", str(out))
     return proc, out
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from auditor.core.outcome import Outcome, outcome
+from auditor.core.outcome import UNCONFIRMED, Outcome, cell_outcome, outcome
+from auditor.core.results import Result
 from auditor.core.status import Status
 
 
@@ -30,5 +31,30 @@ def test_only_true_marks_a_failure_expected():
 
 
 def test_the_words_reports_print():
-    assert [str(o) for o in Outcome] == ["pass", "finding", "expected", "skipped"]
+    assert [str(o) for o in Outcome] == ["pass", "finding", "expected", "skipped", "flaky"]
     assert Outcome.EXPECTED.label == "expected by design" and f"{Outcome.SKIPPED}" == "skipped"
+
+
+def test_a_failure_the_machine_can_cause_is_flaky_when_a_rerun_passed():
+    for status in Status:
+        if status.ok or status is Status.SKIPPED:
+            continue
+        flaky = outcome(status, reruns=[Status.OOM, Status.BUILD])
+        assert flaky is (Outcome.FLAKY if status in UNCONFIRMED else Outcome.FINDING), status
+        assert outcome(status, reruns=[status]) is Outcome.FINDING, status
+    assert UNCONFIRMED == {Status.TIMEOUT, Status.OOM, Status.CRASH, Status.COMPILE_ERROR, Status.MISMATCH}
+
+
+def test_a_baseline_makes_a_failure_expected_but_not_a_flaky_one():
+    assert outcome(Status.ERROR, expected=True) is Outcome.EXPECTED
+    assert outcome(Status.BUILD, expected=True) is Outcome.PASS
+    assert outcome(Status.CRASH, reruns=[Status.BUILD], expected=True) is Outcome.FLAKY
+
+
+def test_a_cell_is_decided_by_its_first_row_and_only_rerun_rows_make_it_flaky():
+    first = Result("t", "build", Status.TIMEOUT)
+    passed_again = Result("t", "build", Status.BUILD)  # another run's row (a shard), not a rerun
+    rerun = Result("t", "build", Status.BUILD, extras={"rerun": 1})
+    assert cell_outcome([first, passed_again]) is Outcome.FINDING
+    assert cell_outcome([first, rerun]) is Outcome.FLAKY
+    assert cell_outcome([passed_again, Result("t", "build", Status.CRASH, extras={"rerun": 1})]) is Outcome.PASS

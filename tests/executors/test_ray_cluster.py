@@ -65,7 +65,7 @@ def test_a_dead_worker_is_retried_once_then_the_type_is_a_crash(tmp_path):
     markers.mkdir()
     env = {**auditor_env(), "AUDITOR_TEST_MARKERS": str(markers)}
     proc = subprocess.run(
-        [sys.executable, "-m", "auditor", "sweep", "--executor", "ray", "--jobs", "2",
+        [sys.executable, "-m", "auditor", "sweep", "--executor", "ray", "--jobs", "2", "--reruns", "0",
          "--plugin", TROUBLEMAKERS, "--plugin", FLAKY, "--checks", "build,decorate", "--timeout", "30",
          "--models", "gpt2,auditor_fine,auditor_exit,auditor_exit_once,auditor_hang", "-o", str(tmp_path / "out")],
         env=env, capture_output=True, text=True, timeout=600,
@@ -91,7 +91,7 @@ def test_a_dead_worker_is_retried_once_then_the_type_is_a_crash(tmp_path):
 
 def test_ctrl_c_keeps_finished_rows_and_stops_the_local_cluster(tmp_path):
     proc = subprocess.Popen(
-        [sys.executable, "-m", "auditor", "sweep", "--executor", "ray", "--jobs", "1", "--checks", "build",
+        [sys.executable, "-m", "auditor", "sweep", "--executor", "ray", "--jobs", "1", "--checks", "build", "--reruns", "0",
          "--plugin", TROUBLEMAKERS, "--models", "auditor_fine,auditor_hang", "-o", str(tmp_path)],
         env=auditor_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )

@@ -24,7 +24,7 @@ def mixed_run(tmp_path_factory):
     # build,decorate: the pickle check's receiver and Ray cluster (~1.3 GB) would count against
     # the 1 GB that makes auditor_hog an `oom`.
     proc = run_auditor("sweep", "--plugin", TROUBLEMAKERS, "--models", f"{REAL},auditor_.*", "--checks", "build,decorate",
-                       "--timeout", "10", "--max-memory", "1G", "--jobs", "2", "-o", str(out))
+                       "--timeout", "10", "--max-memory", "1G", "--jobs", "2", "--reruns", "0", "-o", str(out))
     return proc, out
 
 
@@ -180,7 +180,7 @@ def test_resume_runs_only_what_is_missing(tmp_path):
 
 def test_ctrl_c_keeps_finished_rows_and_says_how_to_resume(tmp_path):
     proc = subprocess.Popen(
-        [sys.executable, "-m", "auditor", "sweep", "--plugin", TROUBLEMAKERS, "--jobs", "1",
+        [sys.executable, "-m", "auditor", "sweep", "--plugin", TROUBLEMAKERS, "--jobs", "1", "--reruns", "0",
          "--models", "auditor_fine,auditor_hang", "-o", str(tmp_path)],
         env=auditor_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
@@ -239,7 +239,7 @@ def _sweep_that_loses_a_worker_leaves_no_scratch(scratch_root: Path, tmp_path: P
 
     # The pickle check gives each worker scratch (its receiver's modules cache, its twins); the
     # segfault takes the worker down before it can clean up, so the pool does.
-    proc = run_auditor("sweep", "--plugin", TROUBLEMAKERS, "--models", "auditor_segfault,auditor_fine",
+    proc = run_auditor("sweep", "--plugin", TROUBLEMAKERS, "--reruns", "0", "--models", "auditor_segfault,auditor_fine",
                        "--checks", "build,pickle", "--jobs", "1", "-o", str(tmp_path),
                        env={"TMPDIR": str(scratch_root)})
 

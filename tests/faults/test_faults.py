@@ -212,7 +212,7 @@ def test_parent_killed_while_writing_a_model_type_resumes_to_the_whole_run(refer
 
 def test_a_worker_killed_mid_type_costs_that_type_only(reference, tmp_path):
     _, rows = reference
-    proc = _sweep(tmp_path, "--plugin", TROUBLEMAKERS, "--models", "auditor_hang", "--timeout", "120")
+    proc = _sweep(tmp_path, "--plugin", TROUBLEMAKERS, "--models", "auditor_hang", "--timeout", "120", "--reruns", "0")
     workers = []
 
     def hang_running() -> bool:
@@ -238,8 +238,9 @@ def test_a_worker_killed_mid_type_costs_that_type_only(reference, tmp_path):
 
 @pytest.mark.slow  # its drivers give up on a dead cluster after 10 s (LOOPBACK_SYSTEM_CONFIG)
 def test_the_ray_cluster_killed_mid_sweep_leaves_a_complete_readable_run(tmp_path):
-    """Every type still gets all its rows; the type in flight may be a `crash` (Ray terminates a
-    driver whose cluster is gone), and the Ray cells after it say the cluster is gone."""
+    """Every type still gets all its rows; the Ray cells after the kill say the cluster is gone.
+    The type in flight may lose its worker (Ray terminates a driver whose cluster is gone): that
+    is the executor's failure, an `auditor-error`, never the model's `crash`."""
     models = "bert,gpt2,t5"
     proc = subprocess.Popen([sys.executable, "-m", "auditor", "sweep", "--models", models, "--checks", "build,pickle",
                              "--jobs", "1", "-o", str(tmp_path)], env=auditor_env(), stdout=subprocess.PIPE,
@@ -262,6 +263,10 @@ def test_the_ray_cluster_killed_mid_sweep_leaves_a_complete_readable_run(tmp_pat
     ray_cells = {r.model_type: r for r in run.results if r.component == "ray-by-value-remote"}
     assert ray_cells["bert"].status.value == "build"  # finished before the kill
     assert ray_cells["t5"].status.value == "error" and "cluster is gone" in ray_cells["t5"].message
+    assert not [r for r in run.results if r.status.value == "crash"]
+    lost = [r for r in run.results if r.status.value == "auditor-error"]
+    assert all(r.message.startswith("ExecutorError: worker process") and "Ray cluster is gone" in r.message
+               for r in lost), lost
 
 
 # -- the disk, the engine ---------------------------------------------------------------------

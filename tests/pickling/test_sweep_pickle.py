@@ -20,7 +20,7 @@ def pickle_run(tmp_path_factory):
     # One worker: the type that kills the receiver runs first (types are sorted, remote code
     # comes last), so every later type needs a receiver started again.
     proc = run_auditor("sweep", "--plugin", KILLER, "--models", "auditor_kills_receiver,llama,qwen2_vl",
-                       "--remote-code", str(FIXTURE), "--jobs", "1", "-o", str(out))
+                       "--remote-code", str(FIXTURE), "--jobs", "1", "--reruns", "0", "-o", str(out))
     assert proc.returncode == 0, proc.stderr
     return {(r.model_type, r.component, r.policy): r for r in read_run(out).results if r.check == "pickle"}
 

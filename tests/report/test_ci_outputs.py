@@ -36,7 +36,7 @@ GITHUB_LIMIT = 65_536
 def swept(tmp_path_factory):
     """One real sweep that writes every CI output and gates on the legacy refusal."""
     out = tmp_path_factory.mktemp("ci") / "run"
-    proc = run_auditor("sweep", "--plugin", TROUBLEMAKERS, "--models", TYPES, "--checks", "build,decorate",
+    proc = run_auditor("sweep", "--plugin", TROUBLEMAKERS, "--reruns", "0", "--models", TYPES, "--checks", "build,decorate",
                        "--jobs", "2", "--timeout", "120", "-o", str(out), "--junit", str(out / "junit.xml"),
                        "--markdown", str(out / "step-summary.md"), "--fail-on", "decorate/*/legacy=refused")
     return out, proc
