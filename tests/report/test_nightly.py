@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from auditor import engines
 from auditor.cli import main
 from auditor.report.baseline import parse_baseline
 from tests.conftest import NIGHTS
@@ -51,8 +52,9 @@ def test_the_csv_has_each_changed_cell_night_by_night_with_its_environment(histo
     for row in rows:
         assert (row["python"], row["torch"], row["transformers"]) == (
             header["python"], header["torch"], header["transformers"])
-        assert row["engines"] == " ".join(f"{k}={v}" for k, v in sorted(header["engines"].items()))
-        assert row["engines"].startswith("vllm=")
+        recorded = sorted(header["engines"], key=lambda engine: engine["name"])  # EngineInfo records
+        assert row["engines"] == " ".join(f"{e['name']}={e['version']}" for e in recorded)
+        assert {pair.split("=")[0] for pair in row["engines"].split()} == set(engines.names())
         assert (row["first_failed"], row["failing_since"], row["flips"], row["flaky"]) == (
             "2026-11-01", "2026-11-03", "2", "true")
 
