@@ -59,3 +59,12 @@ def test_vllm_stops_at_the_attention_scale_with_the_emulations_message(construct
     assert (construction.gate, construction.step) == ("attention", "base.py:191 _create_attention_instances")
     with patched_in_place(model) as config:
         assert construction.message == attention_gate(model, config).message
+
+
+def test_vllms_registry_refusal_inside_its_config_validation_is_the_registry_gates(constructed):
+    from auditor.engines.vllm.gates import registry_gate
+
+    model, construction = constructed("bloom")
+    # ModelConfig is a pydantic dataclass: the registry's ValueError arrives inside a ValidationError.
+    assert (construction.gate, construction.step) == ("registry", "ModelConfig")
+    assert construction.message == registry_gate(model.config, "bloom").message

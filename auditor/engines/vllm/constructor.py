@@ -135,8 +135,9 @@ def _construct(config, trust_remote_code: bool) -> Construction:
         except Exception as exc:
             # vLLM's registry refusing the architecture stops it there; anything else is what
             # a config.json alone cannot give it (a multimodal processor's files, say).
-            if any(f.filename.endswith(_REGISTRY) for f in traceback.extract_tb(exc.__traceback__)):
-                return Construction("registry", message_of(exc), step="ModelConfig")
+            for cause in _causes(exc):
+                if any(f.filename.endswith(_REGISTRY) for f in traceback.extract_tb(cause.__traceback__)):
+                    return Construction("registry", message_of(cause), step="ModelConfig")
             return Construction(environment=f"environment limit (before vLLM's constructor): {message_of(exc)}")
         with set_current_vllm_config(vllm_config):
             model = get_model(vllm_config=vllm_config)
@@ -148,6 +149,22 @@ def _construct(config, trust_remote_code: bool) -> Construction:
         with contextlib.suppress(Exception):
             import gc
             gc.collect()
+
+
+def _causes(exc: BaseException) -> Iterator[BaseException]:
+    """`exc` and what it wraps: its chain, and the errors a pydantic ValidationError holds
+    (ModelConfig is a pydantic dataclass: the registry's ValueError arrives inside one)."""
+    seen: set[int] = set()
+    stack = [exc]
+    while stack:
+        current = stack.pop()
+        if not isinstance(current, BaseException) or id(current) in seen:
+            continue
+        seen.add(id(current))
+        yield current
+        stack += [current.__cause__, current.__context__]
+        with contextlib.suppress(Exception):
+            stack += [e.get("ctx", {}).get("error") for e in current.errors()]
 
 
 def _attributed(exc: BaseException) -> Construction:
