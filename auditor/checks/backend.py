@@ -2,7 +2,7 @@
 modeling backend; auditor/engines/vllm/ has its gates and cites vLLM's source.)
 
 One row per gate, in the order the engine meets them (for vLLM: `backend/registry`,
-`backend/build` (the model built under vLLM's settings), `backend/enable-if`, `backend/pp-plan`,
+`backend/build` (the model built under vLLM's settings), `backend/decorate`, `backend/enable-if`, `backend/pp-plan`,
 `backend/tp-plan`, `backend/attention`, and the version floors `backend/version:video`,
 `backend/version:mtp`). `build` where the engine passes, `unsupported` with its message where it
 stops (the build's own failure keeps the classifier's status), `skipped` where a gate does not

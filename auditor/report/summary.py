@@ -172,7 +172,8 @@ def counted_apart(matrix: Matrix) -> tuple[Apart, ...]:
 
 # The backend check's gates whose failure means vLLM never serves the type (its rows are
 # `backend/<gate>`; the pipeline-parallel plan and the version floors stop nothing).
-_STOPPING_GATES = ("backend/registry", "backend/build", "backend/enable-if", "backend/tp-plan", "backend/attention")
+_STOPPING_GATES = ("backend/registry", "backend/build", "backend/decorate", "backend/enable-if", "backend/tp-plan",
+                   "backend/attention")
 
 
 def unreachable(matrix: Matrix) -> dict[tuple[str, str], str]:

@@ -123,7 +123,10 @@ def _construct(config, trust_remote_code: bool) -> Construction:
     from vllm.config import DeviceConfig, LoadConfig, ModelConfig, VllmConfig, set_current_vllm_config
     from vllm.model_executor.model_loader import get_model
 
-    _distributed()
+    try:
+        _distributed()
+    except Exception as exc:  # no process group on this machine: nothing of vLLM's can be built
+        return Construction(environment=f"environment limit (vLLM's process group): {message_of(exc)}")
     directory = tempfile.mkdtemp(prefix="auditor-vllm-")
     try:
         config.to_json_file(os.path.join(directory, "config.json"))
