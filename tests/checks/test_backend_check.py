@@ -82,20 +82,6 @@ def test_a_decoder_without_inputs_embeds_stops_before_vllm_replaces_modules(back
     assert backend_run[("aimv2", "tp-plan")].message == "not reached: vLLM stops at backend/decorate"
 
 
-def test_a_model_without_input_embeddings_stops_where_vllm_replaces_modules():
-    from auditor.engines.vllm.build import patched_in_place
-    from auditor.engines.vllm.plans import tp_plan_gate
-    from auditor.models.meta import build_on_meta, make_config
-
-    config = make_config("aimv2")
-    for sub in (config.text_config, config.vision_config):  # one layer each: the gate reads no layer
-        sub.num_hidden_layers = 1
-    model = build_on_meta(config)
-    with patched_in_place(model):
-        verdict = tp_plan_gate(model)
-    assert not verdict.ok and "get_input_embeddings" in verdict.message
-
-
 # -- the gates on plugin types ----------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
@@ -140,6 +126,7 @@ def test_a_registered_type_has_no_architecture_vllm_can_resolve(plugin_models):
     ("auditor_backend_two_lists", 0, "ValueError: Pipeline parallel of models with multiple `ModuleList`s"),
     ("auditor_backend_no_list", 0, "ValueError: Could not find `ModuleList` in "),
     ("auditor_backend_tuple_style", 1, "ValueError: Unsupported parallel style type <class 'tuple'>, expected str"),
+    ("auditor_backend_no_embeddings", 1, "NotImplementedError: `get_input_embeddings` not auto-handled for "),
     ("auditor_backend_two_attentions", 2, "ValueError: Layer 0 dispatches attention from more than one module "
                                           "(model.layers.0.attentions.0 and model.layers.0.attentions.1)"),
     ("auditor_backend_no_attention", 2, "ValueError: Layer 0 does not dispatch through the Transformers attention"),
