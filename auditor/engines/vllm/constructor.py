@@ -26,7 +26,7 @@ import traceback
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from auditor.core.status import message_of
+from auditor.core.status import Status, classify, message_of
 
 _BACKEND_DIR = os.path.join("model_executor", "models", "transformers")
 _REGISTRY = os.path.join("model_executor", "models", "registry.py")
@@ -60,6 +60,7 @@ class Construction:
     served: str = ""
     step: str = ""
     constructed: bool = False
+    status: Status = Status.UNSUPPORTED  # the stopping gate's row: the build's failure keeps its own
 
     def passed(self, gate: str, order: tuple[str, ...]) -> bool:
         """Whether vLLM's constructor ran `gate`'s step (one of `order`) and went on."""
@@ -179,6 +180,15 @@ def _attributed(exc: BaseException) -> Construction:
         where = "after vLLM's constructor" if after else "outside vLLM's constructor"
         return Construction(environment=f"environment limit ({where}): {message_of(exc)}", constructed=after)
     gate, where = step
+    # A property that raises AttributeError (the throwaway build in the cached property
+    # `_pre_trained_model_classes`, base.py:244-259) reaches Base as nn.Module.__getattr__'s
+    # own AttributeError; the build's failure is in the exception it replaced.
+    replaced = next((cause for cause in list(_causes(exc))[1:]
+                     if "_pre_trained_model_classes" in [f.name for f in traceback.extract_tb(cause.__traceback__)]),
+                    None)
+    if replaced is not None or gate == "build":  # the build's failure keeps the classifier's status, as the emulation's
+        failure = classify(replaced or exc)
+        return Construction("build", failure.message, step=where, status=failure.status)
     return Construction(gate, message_of(exc), step=where)
 
 

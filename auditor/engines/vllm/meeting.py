@@ -112,7 +112,7 @@ def _as_constructed(gate: str, outcome: Outcome, construction) -> Outcome:
         return outcome
     note = {"constructor": construction.served or construction.environment or f"stops at {construction.gate}"}
     if construction.gate == gate:
-        return Status.UNSUPPORTED, construction.message, {**note, "step": construction.step}
+        return construction.status, construction.message, {**note, "step": construction.step}
     if construction.passed(gate, CONSTRUCTOR_GATES) and not passed(outcome) and gate != "pp-plan":
         piece = outcome.message if isinstance(outcome, Failure) else outcome[1]
         return Status.BUILD, "vLLM's constructor passes this step", {**note, "piece": piece}
