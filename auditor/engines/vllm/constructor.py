@@ -198,7 +198,10 @@ def gate_of(frames) -> tuple[str, str] | None:
     inits = [i for i, f in enumerate(frames)
              if f.name == "__init__" and f.filename.endswith(os.path.join(_BACKEND_DIR, "base.py"))]
     if not inits:
-        return None
+        # After Base.__init__ returned, in a backend class's own __init__ (the pooler of
+        # pooling.py, the LM head of causal.py): past every gate's step, at the last.
+        mixins = [f for f in frames if f.name == "__init__" and os.path.dirname(f.filename).endswith(_BACKEND_DIR)]
+        return ("attention", f"{os.path.basename(mixins[-1].filename)}:{mixins[-1].lineno} __init__") if mixins else None
     start = inits[-1]
     below = frames[start + 1:]
     step = below[0].name if below else "__init__"

@@ -32,6 +32,8 @@ from auditor.engines.vllm import plans
 # The gates whose step is in Base.__init__, in its order (the rows `constructor.Construction` answers;
 # pp-plan answers for several stages, which one-stage construction does not run).
 CONSTRUCTOR_GATES = ("build", "decorate", "enable-if", "pp-plan", "tp-plan", "attention")
+# What vLLM's get_model runs, in order: its ModelConfig's registry, then the constructor.
+_ORDER = ("registry", *CONSTRUCTOR_GATES)
 
 
 def meet(functions: Mapping[str, Callable[..., Verdict]], case, context, config) -> Iterator[tuple[str, Outcome]]:
@@ -59,7 +61,7 @@ def meet(functions: Mapping[str, Callable[..., Verdict]], case, context, config)
     for gate, outcome in _constructor_steps(functions, case, context, config):
         done.add(gate)
         yield gate, _as_constructed(gate, outcome, construction)
-    if construction is not None and construction.passed("build", CONSTRUCTOR_GATES):
+    if construction is not None and construction.passed("build", _ORDER):
         # The pieces stopped early (their build failed) where vLLM's constructor went on: its rows.
         for gate in CONSTRUCTOR_GATES:
             if gate not in done:
@@ -113,7 +115,7 @@ def _as_constructed(gate: str, outcome: Outcome, construction) -> Outcome:
     note = {"constructor": construction.served or construction.environment or f"stops at {construction.gate}"}
     if construction.gate == gate:
         return construction.status, construction.message, {**note, "step": construction.step}
-    if construction.passed(gate, CONSTRUCTOR_GATES) and not passed(outcome) and gate != "pp-plan":
+    if construction.passed(gate, _ORDER) and not passed(outcome) and gate != "pp-plan":
         piece = outcome.message if isinstance(outcome, Failure) else outcome[1]
         return Status.BUILD, "vLLM's constructor passes this step", {**note, "piece": piece}
     if isinstance(outcome, Failure):
