@@ -27,6 +27,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from auditor.core.status import Status, classify, message_of
+from auditor.engines.vllm.gates import BACKEND_CLASSES
 
 _BACKEND_DIR = os.path.join("model_executor", "models", "transformers")
 _REGISTRY = os.path.join("model_executor", "models", "registry.py")
@@ -145,7 +146,11 @@ def _construct(config, trust_remote_code: bool) -> Construction:
             return Construction(environment=f"environment limit (before vLLM's constructor): {message_of(exc)}")
         with set_current_vllm_config(vllm_config):
             model = get_model(vllm_config=vllm_config)
-        return Construction(served=type(model).__name__, constructed=True)
+        served = type(model).__name__
+        if served not in BACKEND_CLASSES:  # vLLM fell back on a model of its own: the backend refused it
+            return Construction("registry", f"vLLM serves it with its own {served}, not the Transformers backend",
+                                served=served, step="ModelRegistry")
+        return Construction(served=served, constructed=True)
     except Exception as exc:
         return _attributed(exc)
     finally:
@@ -181,13 +186,12 @@ def _attributed(exc: BaseException) -> Construction:
         return Construction(environment=f"environment limit ({where}): {message_of(exc)}", constructed=after)
     gate, where = step
     # A property that raises AttributeError (the throwaway build in the cached property
-    # `_pre_trained_model_classes`, base.py:244-259) reaches Base as nn.Module.__getattr__'s
-    # own AttributeError; the build's failure is in the exception it replaced.
-    replaced = next((cause for cause in list(_causes(exc))[1:]
-                     if "_pre_trained_model_classes" in [f.name for f in traceback.extract_tb(cause.__traceback__)]),
-                    None)
-    if replaced is not None or gate == "build":  # the build's failure keeps the classifier's status, as the emulation's
-        failure = classify(replaced or exc)
+    # `_pre_trained_model_classes`, base.py:244-259) reaches Base as nn.Module.__getattr__'s own
+    # AttributeError naming the property: Python drops the build's exception on the way.
+    if isinstance(exc, AttributeError) and "_pre_trained_model_classes" in str(exc):
+        gate = "build"
+    if gate == "build":  # the build's failure keeps the classifier's status, as the emulation's does
+        failure = classify(exc)
         return Construction("build", failure.message, step=where, status=failure.status)
     return Construction(gate, message_of(exc), step=where)
 
