@@ -218,7 +218,8 @@ def vllm(session: nox.Session) -> None:
     reports/<run-id>/vllm/; then `auditor agree` over every type (fails on any disagreement)."""
     # vLLM pins its own torch (a CUDA build), so torch is not installed first here.
     session.install("--upgrade", "-e", ".[vllm,test]")
-    session.run("python", "-m", "pytest", "-q", "tests/engines/test_vllm_own_compile.py")
+    session.run("python", "-m", "pytest", "-q", "tests/engines/test_vllm_own_compile.py",
+                "tests/engines/test_vllm_constructor.py")
     out = REPORTS / _run_id() / "vllm"
     session.run("auditor", "sweep", "--checks", "build,decorate,backend", "--policies", "legacy,vllm",
                 "-o", str(out), "--overwrite", "--label", "vllm", *session.posargs)

@@ -3,7 +3,7 @@ modeling backend and SGLang's Transformers fallback; auditor/engines/<engine>/ h
 gates and cites its source.)
 
 One row per gate, in the order the engine meets them (for vLLM: `backend/registry`,
-`backend/build` (the model built under vLLM's settings), `backend/enable-if`, `backend/pp-plan`,
+`backend/build` (the model built under vLLM's settings), `backend/decorate`, `backend/enable-if`, `backend/pp-plan`,
 `backend/tp-plan`, `backend/attention`, and the version floors `backend/version:video`,
 `backend/version:mtp`; for SGLang `backend/sglang/registry` and so on, Engine.component).
 `build` where the engine passes, `unsupported` with its message where it

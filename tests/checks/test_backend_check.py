@@ -15,7 +15,7 @@ from tests.conftest import run_auditor
 
 # distilbert and biogpt: where vLLM and SGLang part ways (found on a real sweep; cheap to build).
 SAMPLE = ["llama", "bloom", "jamba", "qwen2_vl", "aimv2", "distilbert", "biogpt"]
-GATES = ("registry", "build", "enable-if", "pp-plan", "tp-plan", "attention", "version:video", "version:mtp")
+GATES = ("registry", "build", "decorate", "enable-if", "pp-plan", "tp-plan", "attention", "version:video", "version:mtp")
 
 
 @pytest.fixture(scope="module")
@@ -26,13 +26,20 @@ def backend_run(tmp_path_factory):
     return {(r.model_type, r.component): r for r in read_run(out).results if r.check == "backend"}
 
 
+@pytest.fixture(scope="module")
+def real_model():
+    from auditor.models.meta import build_on_meta, make_config
+
+    return lambda model_type: build_on_meta(make_config(model_type))
+
+
 def test_every_type_has_every_gate(backend_run):
     for model_type in known(SAMPLE):
         assert [g for g in GATES if (model_type, g) in backend_run] == list(GATES), model_type
 
 
 def test_llama_passes_every_gate_that_applies(backend_run):
-    for gate in ("registry", "build", "enable-if", "pp-plan", "tp-plan", "attention"):
+    for gate in ("registry", "build", "decorate", "enable-if", "pp-plan", "tp-plan", "attention"):
         assert backend_run[("llama", gate)].status is Status.BUILD, gate
     registry = backend_run[("llama", "registry")]
     # A default config names no architecture: vLLM fills in the AutoModel class, a pooling one.
@@ -69,10 +76,13 @@ def test_a_multimodal_type_resolves_to_the_multimodal_backend_and_its_video_floo
     assert backend_run[("qwen2_vl", "version:video")].status is Status.BUILD
 
 
-def test_a_model_without_input_embeddings_stops_where_vllm_replaces_modules(backend_run):
-    row = backend_run[("aimv2", "tp-plan")]
-    assert row.status is Status.UNSUPPORTED and "get_input_embeddings" in row.message
-    assert backend_run[("aimv2", "attention")].message == "not reached: vLLM stops at backend/tp-plan"
+def test_a_decoder_without_inputs_embeds_stops_before_vllm_replaces_modules(backend_run):
+    # vLLM decorates the decoder (base.py:174) before recursive_replace (base.py:189) would find
+    # that aimv2 does not implement get_input_embeddings: it stops at the decorator.
+    row = backend_run[("aimv2", "decorate")]
+    assert row.status is Status.UNSUPPORTED
+    assert row.message.startswith("ValueError: Argument inputs_embeds not found in the forward method of ")
+    assert backend_run[("aimv2", "tp-plan")].message == "not reached: vLLM stops at backend/decorate"
 
 
 # -- SGLang's gates, from the same sweep -------------------------------------------------------------
@@ -182,6 +192,7 @@ def test_a_registered_type_has_no_architecture_vllm_can_resolve(plugin_models):
     ("auditor_backend_two_lists", 0, "ValueError: Pipeline parallel of models with multiple `ModuleList`s"),
     ("auditor_backend_no_list", 0, "ValueError: Could not find `ModuleList` in "),
     ("auditor_backend_tuple_style", 1, "ValueError: Unsupported parallel style type <class 'tuple'>, expected str"),
+    ("auditor_backend_no_embeddings", 1, "NotImplementedError: `get_input_embeddings` not auto-handled for "),
     ("auditor_backend_two_attentions", 2, "ValueError: Layer 0 dispatches attention from more than one module "
                                           "(model.layers.0.attentions.0 and model.layers.0.attentions.1)"),
     ("auditor_backend_no_attention", 2, "ValueError: Layer 0 does not dispatch through the Transformers attention"),
@@ -209,6 +220,42 @@ def test_enable_if_raises_where_vllm_reads_a_rope_type_that_is_missing():
     assert enable_if_gate(config).extras == {"compile_enabled": False}
     config.rope_parameters = {"rope_type": "dynamic", "factor": 1.0, "rope_theta": 10000.0}
     assert enable_if_gate(config).extras == {"compile_enabled": True}
+
+
+# -- steps of Base.__init__ that stop real transformers types (messages as vLLM 0.33.0's get_model
+# raised them on transformers 5.18.0: base.py:174 and decorators.py:242, base.py:651 and
+# fusers/attention.py:145, base.py:545) --------------------------------------------------------
+
+def test_a_decoder_without_the_dynamic_arguments_stops_where_vllm_decorates_it(real_model):
+    from auditor.engines.vllm.gates import decorate_gate
+
+    model = real_model("depth_pro")
+    verdict = decorate_gate(model)
+    assert verdict.message == ("ValueError: Argument input_ids not found in the forward method of "
+                               "<class 'transformers.models.depth_pro.modeling_depth_pro.DepthProModel'>")
+    assert verdict.extras == {"decoder": "DepthProModel"}
+
+
+def test_a_config_without_a_layer_count_stops_recursive_replace(real_model):
+    from auditor.engines.vllm.build import patched_in_place
+    from auditor.engines.vllm.plans import tp_plan_gate
+
+    model = real_model("depth_pro")
+    with patched_in_place(model):
+        verdict = tp_plan_gate(model)
+    assert verdict.message == "AttributeError: 'DepthProConfig' object has no attribute 'num_hidden_layers'"
+    assert verdict.extras["where"] == "Base.recursive_replace"
+
+
+def test_an_attention_scale_vllm_cannot_resolve_stops_the_attention_instances(real_model):
+    from auditor.engines.vllm.attention import attention_gate
+    from auditor.engines.vllm.build import patched_in_place
+
+    model = real_model("modernbert")
+    with patched_in_place(model) as config:
+        verdict = attention_gate(model, config)
+    assert verdict.message == ("ValueError: Cannot resolve attention scaling expression 'self.head_dim ** (-0.5)' "
+                               "in ModernBertAttention.")
 
 
 def test_version_floor_message_is_vllms():

@@ -13,9 +13,9 @@ from auditor.decorators import get_policy, policy_names
 def test_vllm_is_registered_with_its_gates_in_vllms_order():
     vllm = engines.get("vllm")
     assert engines.names() == ("vllm", "sglang") and engines.all() == (vllm, engines.get("sglang"))
-    assert vllm.gate_names == ("registry", "build", "enable-if", "pp-plan", "tp-plan", "attention",
+    assert vllm.gate_names == ("registry", "build", "decorate", "enable-if", "pp-plan", "tp-plan", "attention",
                                "version:video", "version:mtp")
-    assert vllm.stopping == {"registry", "build", "enable-if", "tp-plan", "attention"}
+    assert vllm.stopping == {"registry", "build", "decorate", "enable-if", "tp-plan", "attention"}
     assert vllm.not_reached("registry") == "not reached: vLLM stops at backend/registry"
     assert vllm.install_hint == "pip install 'model-sweep-auditor[vllm]'"
     assert vllm.version == "emulated" or not vllm.version[0].isalpha()

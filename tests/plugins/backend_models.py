@@ -79,6 +79,13 @@ _register("auditor_backend_tuple_style", _layers, {"_tp_plan": {"layers.*.attent
 _register("auditor_backend_two_attentions", _two_attentions)
 # backend/attention: "Layer 0 does not dispatch through the Transformers attention interface ..."
 _register("auditor_backend_no_attention", _no_attention)
+# backend/tp-plan: recursive_replace asks for the input embeddings first (what transformers' default
+# raises where it cannot find them, as for aimv2, which vLLM now stops earlier, at its decorator)
+def _no_embeddings(self):
+    raise NotImplementedError(f"`get_input_embeddings` not auto-handled for {type(self).__name__}")
+
+
+_register("auditor_backend_no_embeddings", _layers, {"get_input_embeddings": _no_embeddings})
 # backend/pp-plan: "Could not find `ModuleList` ..." (no layer list at all)
 _register("auditor_backend_no_list", lambda self, config: setattr(self, "proj", nn.Linear(8, 8)))
 

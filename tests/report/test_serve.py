@@ -1,6 +1,6 @@
 """One verdict per model type and engine (auditor.report.serve), on one real sweep shared by the
 module: llama and gpt2, which vLLM's Transformers backend serves, and t5, which it stops at its
-attention gate. The verdict lines head the CLI's end summary, summary.md and report.html, and
+decorator (base.py:174: t5's decoder has no position_ids). The verdict lines head the CLI's end summary, summary.md and report.html, and
 their counts are those of the backend rows, judged by the engine's own stopping gates."""
 
 from __future__ import annotations
@@ -68,9 +68,9 @@ def test_serve_csv_says_servable_or_where_it_stops_with_the_engines_message(swee
     outdir, _ = sweep
     table = {row["model_type"]: row for row in csv.DictReader(io.StringIO((outdir / "serve.csv").read_text()))}
     _, rows = read_rows(outdir)
-    t5 = next(r for r in rows if r["model_type"] == "t5" and r["component"] == "attention" and not r["policy"])
+    t5 = next(r for r in rows if r["model_type"] == "t5" and r["component"] == "decorate" and not r["policy"])
     assert table["llama"]["serve/vllm"] == "servable"
-    assert table["t5"]["serve/vllm"] == f"stops at backend/attention: {t5['message']}"
+    assert table["t5"]["serve/vllm"] == f"stops at backend/decorate: {t5['message']}"
 
 
 def test_the_verdict_line_heads_the_end_summary(sweep):
@@ -90,7 +90,7 @@ def test_the_verdict_line_heads_summary_md_with_the_list_folded(sweep):
     assert lines[0].startswith("### auditor:")
     assert lines[2].startswith("**vLLM 0.33.0 (Transformers backend, emulated) would serve 2 of 3 model types")
     assert "<details><summary>vLLM 0.33.0 (emulated) stops 1 model type</summary>" in lines
-    assert any(line.startswith("- t5 · stops at backend/attention:") for line in lines)
+    assert any(line.startswith("- t5 · stops at backend/decorate:") for line in lines)
     assert f"engines: {engines.get('vllm').record().text}" in "\n".join(lines)
 
 

@@ -1,10 +1,11 @@
 """vLLM (0.33.0), as the auditor meets it: its Transformers modeling backend's gates (emulated in
-gates.py, plans.py and attention.py; computed by vLLM's own functions in own.py), the build it
+gates.py, plans.py and attention.py; computed by vLLM's own functions in own.py, and by its whole
+constructor, get_model, in constructor.py), the build it
 makes (build.py), its compile decorator made usable outside vLLM (decorator.py, the `vllm`
 policy), its own config classes (config.py), and the order it meets a model in (meeting.py).
 
-Nothing here imports vLLM at import time: only own.py, config.py and decorator.py call it, and
-only when called.
+Nothing here imports vLLM at import time: only own.py, constructor.py, config.py and decorator.py
+call it, and only when called.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ ENGINE = Engine(
     gates=(
         Gate("registry", stops=True, emulated=gates.registry_gate, own=own.registry_gate),
         Gate("build", stops=True),  # the build itself (BuildSettings); vLLM's needs its engine
+        Gate("decorate", stops=True, emulated=gates.decorate_gate, own=own.decorate_gate),
         Gate("enable-if", stops=True, emulated=gates.enable_if_gate, own=own.enable_if_gate),
         Gate("pp-plan", stops=False, emulated=plans.pp_plan_gate),
         Gate("tp-plan", stops=True, emulated=plans.tp_plan_gate, own=own.tp_plan_gate),

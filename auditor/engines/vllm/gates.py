@@ -152,6 +152,31 @@ def _registry_gate(config, model_type: str, model_cls: type | None) -> Verdict:
     return Verdict(True, name, extras)
 
 
+# -- the decorator -------------------------------------------------------------------------------
+
+# base.py:301-305: the decoder's dynamic arguments, which vLLM's decorator looks up in its forward.
+DECODER_DYNAMIC_ARGS = ("input_ids", "inputs_embeds", "position_ids")
+
+
+def decorate_gate(model) -> Verdict:
+    """Base._decorate_for_torch_compile (base.py:174, 295-308): the decoder class of the
+    throwaway meta build (`type(model.get_decoder())`, base.py:250-255) decorated with vLLM's
+    `support_torch_compile`, whose helper checks the forward's signature before it decorates
+    anything (compilation/decorators.py:208-243): a decoder without `input_ids`,
+    `inputs_embeds` or `position_ids` stops vLLM there, before the model it serves is built."""
+    import inspect
+
+    cls = type(model.get_decoder())
+    extras = {"decoder": cls.__name__}
+    if not hasattr(cls, "forward"):
+        return Verdict(False, "TypeError: decorated class should have a forward method.", extras)
+    parameters = inspect.signature(cls.forward).parameters
+    for name in DECODER_DYNAMIC_ARGS:
+        if name not in parameters:
+            return Verdict(False, f"ValueError: Argument {name} not found in the forward method of {cls}", extras)
+    return Verdict(True, cls.__name__, extras)
+
+
 # -- enable_if -----------------------------------------------------------------------------------
 
 def enable_if_gate(config) -> Verdict:

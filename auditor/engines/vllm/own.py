@@ -18,7 +18,7 @@ from types import SimpleNamespace
 from auditor.core.status import message_of
 from auditor.engines.interface import Verdict
 from auditor.engines.vllm import plans
-from auditor.engines.vllm.attention import layers_verdict
+from auditor.engines.vllm.attention import Dispatch, layers_verdict
 from auditor.engines.vllm.gates import architecture, default_max_model_len
 
 
@@ -87,13 +87,14 @@ def attention_gate(model, vllm_config):
     from vllm.model_executor.models.transformers.fusers.attention import AttentionFuser
 
     def dispatching():
-        for qual, child in plans.walk(model, plans.vocab_embeddings(model, vllm_config)):
+        for qual, child, _ in plans.walk(model, plans.vocab_embeddings(model, vllm_config)):
             fuser = AttentionFuser.match(None, child)
             if fuser is None or not fuser.validate(child, None):
                 continue
             index = fuser.layer_index(child)
             if index is not None:
-                yield qual, index
+                yield Dispatch(qual, index, functools.partial(fuser.scale, child),
+                               functools.partial(fuser.sinks, child))
 
     return layers_verdict(dispatching(), vllm_config)
 
@@ -106,3 +107,20 @@ def version_gate(feature: str, floor: str, installed: str):
     except ImportError as exc:
         return _verdict(False, message_of(exc))
     return _verdict(True, f"transformers {installed} >= {floor}")
+
+
+def decorate_gate(model):
+    """vLLM's `support_torch_compile` with the decoder's arguments (base.py:288-308), applied to a
+    throwaway subclass named as the decoder (vLLM would decorate the class itself, for good)."""
+    from vllm.compilation.decorators import DynamicArgDims, support_torch_compile
+    from vllm.model_executor.models.transformers.utils import can_enable_torch_compile
+
+    cls = type(model.get_decoder())
+    stand_in = type(cls.__name__, (cls,), {"__module__": cls.__module__, "__qualname__": cls.__qualname__})
+    dims = DynamicArgDims(input_ids=1, inputs_embeds=1, position_ids=-1)
+    try:
+        support_torch_compile(dynamic_arg_dims=dims, enable_if=can_enable_torch_compile, is_encoder=False,
+                              use_aot_compile=False)(stand_in)
+    except (TypeError, ValueError) as exc:
+        return _verdict(False, message_of(exc), {"decoder": cls.__name__})
+    return _verdict(True, cls.__name__, {"decoder": cls.__name__})

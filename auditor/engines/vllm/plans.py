@@ -87,21 +87,22 @@ def _modules(model) -> Iterator:
 
 
 def walk(model, embeddings: set[int]):
-    """The modules Base.recursive_replace visits (base.py:539-597), with their qualified names:
-    it replaces linear, conv, vocab-embedding and layer-norm modules without looking inside."""
+    """The modules Base.recursive_replace visits (base.py:539-597), as (qualified name, module,
+    parent): it replaces linear, conv, vocab-embedding and layer-norm modules without looking
+    inside."""
     import torch.nn as nn
 
     replaced_types = (nn.Linear, nn.Conv2d, nn.Conv3d, nn.LayerNorm)
     # Depth first, parents before children, children in order: recursive_replace's order, kept
-    # with a stack of (prefix, remaining children) rather than a generator per level.
-    stack = [("model", iter(model.named_children()))]
+    # with a stack of (prefix, parent, remaining children) rather than a generator per level.
+    stack = [("model", model, iter(model.named_children()))]
     while stack:
-        prefix, children = stack[-1]
+        prefix, parent, children = stack[-1]
         for name, child in children:
             qual = f"{prefix}.{name}"
-            yield qual, child
+            yield qual, child, parent
             if not (isinstance(child, replaced_types) or id(child) in embeddings):
-                stack.append((qual, iter(child.named_children())))
+                stack.append((qual, child, iter(child.named_children())))
                 break
         else:
             stack.pop()
@@ -126,11 +127,15 @@ def unsupported_style(child, style, qual: str) -> str | None:
 
 
 def tp_plan_gate(model, refuse_style: Callable[..., str | None] = unsupported_style) -> Verdict:
-    """The tensor parallel plan as recursive_replace uses it (base.py:375-377, 491-573): each
-    linear module's style is the first matching pattern's; a style that is not a string raises in
-    replace_linear_class (utils.py:128-129) whatever the parallel size; no plan only warns.
-    `refuse_style(module, style, qualified name)`: the error that style meets (a message, or None
-    to go on); vLLM's own check in the own-code variant (own.py)."""
+    """Base.recursive_replace (base.py:491-597) up to what can stop it outside the attention
+    fuser: the tensor parallel plan (base.py:375-377, 507), the vocab embeddings (base.py:511),
+    then the walk, in its order: at each child of a `ModuleList` it reads
+    `text_config.num_hidden_layers` (base.py:543-546; a config without one raises
+    AttributeError there), and each linear module's style is the first matching pattern's, a
+    style that is not a string raising in replace_linear_class (utils.py:128-129) whatever the
+    parallel size; no plan only warns. `refuse_style(module, style, qualified name)`: the
+    error that style meets (a message, or None to go on); vLLM's own check in the own-code
+    variant (own.py)."""
     import regex as re
     import torch.nn as nn
 
@@ -141,11 +146,18 @@ def tp_plan_gate(model, refuse_style: Callable[..., str | None] = unsupported_st
         embeddings = vocab_embeddings(model, model.config)  # base.py:511, before any module is replaced
     except Exception as exc:
         return Verdict(False, message_of(exc), {"where": "Base._vocab_embeddings"})
-    if all(isinstance(style, str) for style in plan.values()):
-        # Every style a linear module can get is a string (or "replicate"): nothing raises,
-        # and no module need be matched against the patterns.
+    text = model.config.get_text_config()
+    counted = hasattr(text, "num_hidden_layers")
+    if counted and all(isinstance(style, str) for style in plan.values()):
+        # Every style a linear module can get is a string (or "replicate") and the layer count
+        # reads: nothing raises, and no module need be matched against the patterns.
         return _tp_pass(plan)
-    for qual, child in walk(model, embeddings):
+    for qual, child, parent in walk(model, embeddings):
+        if not counted and isinstance(parent, nn.ModuleList):
+            try:
+                text.num_hidden_layers  # noqa: B018 (base.py:545: the read is what raises)
+            except AttributeError as exc:
+                return Verdict(False, message_of(exc), {"module": qual, "where": "Base.recursive_replace"})
         if isinstance(child, nn.Linear):
             pattern = next((p for p in plan if re.match(p, qual)), None)
             style = plan.get(pattern, "replicate")
