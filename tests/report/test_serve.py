@@ -1,7 +1,8 @@
 """One verdict per model type and engine (auditor.report.serve), on one real sweep shared by the
 module: llama and gpt2, which vLLM's Transformers backend serves, and t5, which it stops at its
 decorator (vLLM decorates the decoder first, base.py:174). The verdict lines head the CLI's end
-summary, summary.md and report.html, and their counts are those of the backend rows, judged by the engine's own stopping gates."""
+summary, summary.md and report.html, and their counts are those of the backend rows, judged by
+the engine's own stopping gates."""
 
 from __future__ import annotations
 
