@@ -92,6 +92,9 @@ class RunInfo:
     # What else decides what a cell means (policies, device, backend, compile options, plugins,
     # online): `auditor sweep --resume` refuses to add rows to a run of another experiment.
     experiment: dict[str, Any] = field(default_factory=dict)
+    # The serving engines installed where the run ran, name -> version ({"vllm": "0.33.0"}): whose
+    # own functions the engine's policy rows called.
+    engines: dict[str, str] = field(default_factory=dict)
 
     @property
     def environment(self) -> str:

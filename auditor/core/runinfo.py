@@ -33,7 +33,7 @@ def git_revision() -> str:
 
 
 def probe(command: str, device: str, checks: tuple[str, ...], label: str = "", shard: str = "",
-          experiment: dict | None = None) -> RunInfo:
+          experiment: dict | None = None, engines: dict | None = None) -> RunInfo:
     from auditor import __version__
 
     return RunInfo(
@@ -53,6 +53,7 @@ def probe(command: str, device: str, checks: tuple[str, ...], label: str = "", s
         label=label,
         shard=shard,
         experiment=dict(experiment or {}),
+        engines=dict(engines or {}),
     )
 
 

@@ -27,13 +27,15 @@ _LISTS = (Kind.NAMES, Kind.LIST, Kind.PATHS)
 
 def header(plan: SweepPlan):
     """The RunInfo of the plan's results header."""
+    from auditor import engines
     from auditor.core.runinfo import describe_device, probe
 
     request = plan.request
     return probe(request.command or command_line(request, plan.outdir),
                  device=describe_device(request.device) if plan.runs_models else "meta",
                  checks=request.checks, label=request.label, shard=shard_text(request.shard),
-                 experiment=experiment(plan))
+                 experiment=experiment(plan),
+                 engines={e.name: e.version for e in engines.all() if e.installed})
 
 
 def experiment(plan: SweepPlan) -> dict:
