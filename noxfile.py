@@ -169,6 +169,9 @@ def vllm(session: nox.Session) -> None:
     # vLLM pins its own torch (a CUDA build), so torch is not installed first here.
     session.install("--upgrade", "-e", ".[vllm,test]")
     session.run("python", "-m", "pytest", "-q", "tests/engines/test_vllm_own_compile.py")
+    # upgrade-check with vLLM on both sides: installs it twice more (GBs), so only here.
+    session.run("python", "-m", "pytest", "-q", "tests/engines/test_vllm_upgrade_check.py",
+                env={"AUDITOR_VLLM_UPGRADE": "1"})
     out = REPORTS / _run_id() / "vllm"
     session.run("auditor", "sweep", "--checks", "build,decorate,backend", "--policies", "legacy,vllm",
                 "-o", str(out), "--overwrite", "--label", "vllm", *session.posargs)

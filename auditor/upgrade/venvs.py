@@ -1,11 +1,11 @@
 """The nox steps that sweep one transformers in a reused venv, for `bisect` and `versions`.
 
-They are upgrade-check's own: the session `upgrade_check(new)` installs torch, this checkout and
+They are upgrade-check's own: the session `upgrade_check(new)` installs torch, this auditor and
 $AUDITOR_TRANSFORMERS (a release, or a local source tree), then sweeps. Only the directory its
-venv lives in differs, nox's `--envdir`: `bisect` reuses upgrade-check's own new side
-(.nox/upgrade_check-new/) for every release it tries, so that the bisect that follows an
-upgrade-check (the usual order) only switches transformers, and the two hold one venv, not two;
-`versions` keeps one per release (.nox/releases/5.20.0/), so that a second run over the same
+venv lives in differs, nox's `--envdir` under the venv home (selfdist.venv_home): `bisect` reuses
+upgrade-check's own new side (upgrade_check-new/) for every release it tries, so that the bisect
+that follows an upgrade-check (the usual order) only switches transformers, and the two hold one
+venv, not two; `versions` keeps one per release (releases/5.20.0/), so that a second run over the same
 releases installs nothing. As in upgrade-check, a release is installed in one
 step and swept in another, so a release pip cannot install is told apart from a failed sweep.
 """

@@ -15,7 +15,6 @@ Skipped, saying so, where PyPI cannot be reached.
 from __future__ import annotations
 
 import importlib.util
-import os
 import subprocess
 import sys
 import sysconfig
@@ -47,14 +46,18 @@ def installed(tmp_path_factory) -> Path:
                              check=True, capture_output=True, text=True).stdout.strip()
     Path(purelib, "zz-borrowed-dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
     wheel = next((root / "dist").glob("model_sweep_auditor-*.whl"))
+    # Without PYTHONPATH: the checkout on it (its egg-info) would look installed to pip already.
     subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "--no-deps", "-q", str(wheel)],
-                   check=True, capture_output=True)
+                   check=True, capture_output=True, env=_without_checkout())
     return venv / "bin"
 
 
+def _without_checkout() -> dict[str, str]:
+    return {k: v for k, v in auditor_env().items() if k != "PYTHONPATH"}
+
+
 def _run(bin_dir: Path, cwd: Path, *args: str, timeout: float = 1500) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in auditor_env().items() if k != "PYTHONPATH"}  # nothing of the checkout
-    env["AUDITOR_VENVS"] = str(venv_home())
+    env = {**_without_checkout(), "AUDITOR_VENVS": str(venv_home())}
     return subprocess.run([str(bin_dir / "auditor"), *args], cwd=cwd, env=env, capture_output=True, text=True,
                           timeout=timeout)
 
@@ -63,7 +66,7 @@ def test_upgrade_check_from_a_wheel_in_an_empty_directory(installed, tmp_path):
     empty = tmp_path / "empty"
     empty.mkdir()
     where = subprocess.run([str(installed / "python"), "-c", "import auditor; print(auditor.__file__)"],
-                           cwd=empty, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": ""})
+                           cwd=empty, capture_output=True, text=True, env=_without_checkout())
     assert where.stdout.startswith(str(installed.parent)), where  # the wheel's auditor, not the checkout's
     run = _run(installed, empty, "upgrade-check", "--from", "5.17.0", "--to", "5.18.0", "--models", "llama,gpt2",
                "--checks", "build")
