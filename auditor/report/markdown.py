@@ -65,7 +65,8 @@ def _heading(runs: Sequence[Run], matrix: Matrix) -> list[str]:
         info = infos[0][1]
         lines.append(f"Python {_esc(info.python)} · transformers {_esc(info.transformers)} · "
                      f"torch {_esc(info.torch)} · device {_esc(info.device)} · {_esc(info.platform)}"
-                     + (f" · compiled as {_esc(info.compile_semantics)}" if info.compile_semantics else ""))
+                     + (f" · compiled as {_esc(info.compile_semantics)}" if info.compile_semantics else "")
+                     + "".join(f" · {_esc(name)} {_esc(version)}" for name, version in info.engines.items()))
     else:
         lines += ["", "| environment | Python | transformers | torch | device | platform |", "|---|---|---|---|---|---|"]
         lines += [f"| {_esc(env)} | {_esc(i.python)} | {_esc(i.transformers)} | {_esc(i.torch)} | "
