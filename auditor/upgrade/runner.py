@@ -26,7 +26,7 @@ from auditor.upgrade.installer import INSTALLER_ENV
 from auditor.upgrade.plan import Side, Step, installed_mismatch
 
 # The sides' nox sessions, shipped in the package (a test seam: read at call time).
-NOXFILE = Path(__file__).resolve().with_name("sidefile.py")
+NOXFILE = Path(__file__).resolve().parent / "sides" / "noxfile.py"
 # The lock of upgrade-check's two venvs (upgrade_check-* in the venv home), which bisect reuses as well.
 SIDES_LOCK = "upgrade_check"
 NOX = (sys.executable, "-m", "nox")
@@ -80,8 +80,8 @@ def side_setup(what: str, engines: Sequence[str] = (), extras: str = "") -> Side
 
 
 def describe_install(env: Mapping[str, str]) -> str:
-    """What a step's side gets, in the order the sidefile installs it, from the step's environment."""
-    from auditor.upgrade.sidefile import TORCH
+    """What a step's side gets, in the order the sides' noxfile installs it, from the step's environment."""
+    from auditor.upgrade.sides.noxfile import TORCH
 
     engines = env.get("AUDITOR_ENGINES", "").split()
     auditor = " ".join(json.loads(env.get("AUDITOR_SELF", "[]")))
