@@ -32,12 +32,18 @@ from pathlib import Path
 import nox
 from nox.command import CommandFailed
 
+ROOT = Path(__file__).resolve().parent
+# nox's interpreter need not have the project installed: its source is importable from here.
+sys.path.insert(0, str(ROOT))
+# The sides of upgrade-check (sessions upgrade_check(base) and upgrade_check(new)) ship inside the
+# package, so that a pip install runs them too; importing them registers them here as well, and
+# `install` is the one rule of what every venv gets.
+from auditor.upgrade.sides.noxfile import install as _install  # noqa: E402
+from auditor.upgrade.sides.noxfile import upgrade_check  # noqa: E402, F401
+
 PYTHONS = ["3.10", "3.11", "3.12", "3.13", "3.14"]
 # The Python of the single-version sessions: the one with a local CPU build of torch here.
 MAIN_PYTHON = "3.11"
-TORCH = os.environ.get("AUDITOR_TORCH", "2.13.0")
-TORCH_INDEX = os.environ.get("AUDITOR_TORCH_INDEX", "")
-ROOT = Path(__file__).resolve().parent
 REPORTS = ROOT / "reports"
 HISTORY = REPORTS / "history"
 
@@ -61,29 +67,6 @@ def _run_id() -> str:
     return os.environ.get("AUDITOR_RUN_ID") or datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
 
 
-def _install(session: nox.Session, extras: str = "", transformers: str = "") -> None:
-    """torch first (pinned: an unpinned resolve may pick a CUDA build of several GB), then the
-    project, then transformers as AUDITOR_TRANSFORMERS asks (upgraded, since venvs are reused).
-
-    A reused venv that already has this torch and this project (same pyproject.toml, same
-    extras; the install is editable, so source edits need nothing) only switches transformers:
-    about 5 s instead of 30-60 s, which is most of a warm bisect step or version."""
-    import hashlib
-
-    transformers = transformers or os.environ.get("AUDITOR_TRANSFORMERS") or "transformers"
-    stamp = Path(session.virtualenv.location) / ".auditor-installed"
-    wanted = f"{TORCH}|{TORCH_INDEX}|{extras}|{hashlib.sha256((ROOT / 'pyproject.toml').read_bytes()).hexdigest()}"
-    if stamp.is_file() and stamp.read_text() == wanted and not Path(transformers).exists():
-        session.install("--upgrade", transformers)
-        return
-    session.install(f"torch=={TORCH}", *(["--index-url", TORCH_INDEX] if TORCH_INDEX else []))
-    session.install("--upgrade", "-e", f".{extras}", transformers)
-    stamp.write_text(wanted)
-    if Path(transformers).exists():
-        # A rebuilt wheel or an edited checkout may carry the version already installed.
-        session.install("--force-reinstall", "--no-deps", transformers)
-
-
 def _run_pythons() -> list[str]:
     named = [v.strip() for v in os.environ.get("AUDITOR_PYTHONS", "").split(",") if v.strip()]
     return named or [v for v in PYTHONS if shutil.which(f"python{v}")]
@@ -100,9 +83,7 @@ def _run_transformers(session: nox.Session) -> str:
         requirement = kept.read_text().split("\n", 1)[0].strip()
         session.log(f"transformers for this run: {requirement} ({kept})")
         return requirement
-    # nox's interpreter need not have the project installed: its source is importable from here,
-    # and auditor.upgrade.releases needs only `packaging` (which nox itself depends on).
-    sys.path.insert(0, str(ROOT))
+    # auditor.upgrade.releases needs only `packaging` (which nox itself depends on).
     from auditor.upgrade.releases import ReleaseError, index_releases
 
     pythons = _run_pythons()
@@ -202,16 +183,6 @@ def _gate(session: nox.Session, tonight: Path, before: Path | None, python: str)
 
 
 @nox.session(python=MAIN_PYTHON, reuse_venv=True)
-@nox.parametrize("side", ["base", "new"], ids=["base", "new"])
-def upgrade_check(session: nox.Session, side: str) -> None:
-    """One side of `auditor upgrade-check` (which sets AUDITOR_TRANSFORMERS and the sweep's options)."""
-    if not os.environ.get("AUDITOR_TRANSFORMERS"):
-        session.error("AUDITOR_TRANSFORMERS is not set; run `auditor upgrade-check --from A --to B`")
-    _install(session, os.environ.get("AUDITOR_EXTRAS", ""))
-    session.run("auditor", "sweep", *session.posargs)
-
-
-@nox.session(python=MAIN_PYTHON, reuse_venv=True)
 def vllm(session: nox.Session) -> None:
     """The tests of vLLM's own compile path; the sweep under vLLM's own decorator next to the legacy
     copy, and the backend check's gates by vLLM's own functions next to the emulation, into
@@ -220,6 +191,9 @@ def vllm(session: nox.Session) -> None:
     session.install("--upgrade", "-e", ".[vllm,test]")
     session.run("python", "-m", "pytest", "-q", "tests/engines/test_vllm_own_compile.py",
                 "tests/engines/test_vllm_constructor.py")
+    # upgrade-check with vLLM on both sides: installs it twice more (GBs), so only here.
+    session.run("python", "-m", "pytest", "-q", "tests/engines/test_vllm_upgrade_check.py",
+                env={"AUDITOR_VLLM_UPGRADE": "1"})
     out = REPORTS / _run_id() / "vllm"
     session.run("auditor", "sweep", "--checks", "build,decorate,backend", "--policies", "legacy,vllm",
                 "-o", str(out), "--overwrite", "--label", "vllm", *session.posargs)

@@ -30,7 +30,7 @@ import sys
 from pathlib import Path
 
 from auditor.cli import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK
-from auditor.cli.releases import PrintedEvents
+from auditor.cli.releases import PrintedEvents, add_engine_argument
 from auditor.core.errors import InputError
 from auditor.sweeping.options import add_side_arguments
 from auditor.upgrade.bisect import GIT_ABORT, Cell, State, changed_columns
@@ -69,12 +69,13 @@ def _cell_arguments(p: argparse.ArgumentParser) -> None:
     add_side_arguments(p.add_argument_group("the sweep of each step (defaults: the sweep's; --checks and "
                                             "--policies only without COLUMN)"),
                        ("checks", "policies", "jobs", "timeout"), jobs=1)
+    add_engine_argument(p)
 
 
 def _probe(args: argparse.Namespace, outdir: Path) -> Probe:
     """The cell and its sweep, checked before anything is installed."""
     return bisect_probe(args.model_type, args.column, outdir=outdir, checks=args.checks, policies=args.policies,
-                        jobs=args.jobs, timeout=args.timeout)
+                        jobs=args.jobs, timeout=args.timeout, engines=args.engines)
 
 
 def run_bisect(args: argparse.Namespace) -> int:

@@ -13,7 +13,23 @@ from pathlib import Path
 from auditor.cli import note_damage
 from auditor.core.results import Run
 from auditor.upgrade.plan import Step
-from auditor.upgrade.runner import UpgradeEvents
+from auditor.upgrade.runner import UpgradeEvents, describe_install
+
+
+def add_engine_argument(group) -> None:
+    """--engine, the same on upgrade-check, versions, bisect and bisect-step."""
+    group.add_argument("--engine", dest="engines", action="append", default=[], metavar="NAME==VERSION",
+                       help="a serving engine to install into every side, e.g. vllm==0.33.0 (repeatable; "
+                            "`vllm` alone: the version installed here); its sweeps then also run the engine's "
+                            "own functions, and a transformers the engine excludes is refused before any install")
+
+
+def print_dry_run(steps) -> None:
+    """What each step installs (a comment) and its command line, for --dry-run."""
+    for step in steps:
+        if step.action == "install":
+            print(f"# {step.side.name}: installs {describe_install(step.env)}")
+        print(step.shell())
 
 
 class PrintedEvents(UpgradeEvents):

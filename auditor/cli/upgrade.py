@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 from auditor.cli import EXIT_INTERRUPTED, EXIT_OK
-from auditor.cli.releases import PrintedEvents
+from auditor.cli.releases import PrintedEvents, add_engine_argument, print_dry_run
 from auditor.sweeping.options import add_side_arguments
 from auditor.upgrade.check import WHAT, plan_check, run_check
 
@@ -31,6 +31,7 @@ def add_parser(subparsers) -> None:
                    help="the transformers to upgrade to")
     sweep = p.add_argument_group("sweep options, the same for both sides (defaults: the sweep's)")
     add_side_arguments(sweep, ("models", "exclude", "checks", "policies", "jobs", "timeout"))
+    add_engine_argument(sweep)
     out = p.add_argument_group("output")
     out.add_argument("--output", "-o", type=Path, metavar="OUTDIR",
                      help="where base/, new/ and the diff go (default: reports/upgrade-FROM-to-TO)")
@@ -46,9 +47,9 @@ def add_parser(subparsers) -> None:
 def run_upgrade_check(args: argparse.Namespace) -> int:
     plan = plan_check(args.base, args.new, models=args.models, exclude=args.exclude, checks=args.checks,
                       policies=args.policies, jobs=args.jobs, timeout=args.timeout, output=args.output,
-                      allow=args.allow, resume=args.resume, overwrite=args.overwrite)
+                      allow=args.allow, resume=args.resume, overwrite=args.overwrite, engines=args.engines)
     if args.dry_run:
-        print("\n".join(step.shell() for step in plan.steps))
+        print_dry_run(plan.steps)
         return EXIT_OK
     try:
         outcome = run_check(plan, PrintedEvents(WHAT), resume=args.resume, overwrite=args.overwrite)
@@ -59,7 +60,7 @@ def run_upgrade_check(args: argparse.Namespace) -> int:
     from auditor.cli.diff import run_diff
 
     code = run_diff(argparse.Namespace(base=plan.base.outdir, new=plan.new.outdir, allow=args.allow,
-                                       output=plan.outdir, junit=None, fail_on=args.fail_on))
+                                       output=plan.outdir, junit=None, fail_on=args.fail_on, expected=None))
     print("\n".join(f"wrote {p}" for p in outcome.written))
     for side in plan.sides:
         print(f"{side.name}: {side.outdir / 'report.html'}")

@@ -23,7 +23,7 @@ import sys
 from pathlib import Path
 
 from auditor.cli import EXIT_INTERRUPTED, EXIT_OK, UsageError
-from auditor.cli.releases import PrintedEvents
+from auditor.cli.releases import PrintedEvents, add_engine_argument, print_dry_run
 from auditor.sweeping.options import add_side_arguments
 from auditor.upgrade import versions as versions_run
 from auditor.upgrade.versions import WHAT, VersionsReport
@@ -36,6 +36,7 @@ def add_parser(subparsers) -> None:
     sweep = p.add_argument_group("sweep options, the same for every release (defaults: the sweep's)")
     add_side_arguments(sweep, ("models", "exclude", "checks", "policies", "jobs", "timeout", "executor",
                                "ray_address", "shard"))
+    add_engine_argument(sweep)
     out = p.add_argument_group("output")
     out.add_argument("--output", "-o", type=Path, metavar="OUTDIR", help="default: reports/versions-FIRST-to-LAST")
     out.add_argument("--resume", action="store_true", help="continue the sweeps already in OUTDIR")
@@ -55,9 +56,9 @@ def run_versions(args: argparse.Namespace) -> int:
     plan = versions_run.plan_versions(
         args.releases, models=args.models, exclude=args.exclude, checks=args.checks, policies=args.policies,
         jobs=args.jobs, timeout=args.timeout, executor=args.executor, ray_address=args.ray_address,
-        shard=args.shard, output=args.output, resume=args.resume, overwrite=args.overwrite)
+        shard=args.shard, output=args.output, resume=args.resume, overwrite=args.overwrite, engines=args.engines)
     if args.dry_run:
-        print("\n".join(step.shell() for step in plan.steps))
+        print_dry_run(plan.steps)
         return EXIT_OK
     try:
         report = versions_run.run_versions(plan, events, resume=args.resume, overwrite=args.overwrite)

@@ -8,7 +8,7 @@ install one says it through here.
 from __future__ import annotations
 
 DISTRIBUTION = "model-sweep-auditor"
-NOX_HINT = "pip install nox (or the project's [test] extra)"
+NOX_HINT = "pip install 'model-sweep-auditor[upgrade]' (nox, and uv for fast venvs)"
 
 
 def install_command(requirement: str, quoted: bool = True) -> str:

@@ -96,6 +96,11 @@ class RunInfo:
     engines: tuple[EngineInfo, ...] = ()  # the serving engines the run checked (auditor.core.engineinfo)
 
     @property
+    def installed_engines(self) -> dict[str, str]:
+        """Engine name -> version, of the engines installed where the run ran (not emulated only)."""
+        return {engine.name: engine.version for engine in self.engines if engine.installed}
+
+    @property
     def engine_versions(self) -> str:
         """The engines' versions in one line ("" for a run that recorded none)."""
         return "; ".join(engine.text for engine in self.engines)

@@ -13,8 +13,10 @@
 
 Each function raises `auditor.core.errors` kinds (InputError for bad input, found before any venv
 is touched; RunInterrupted on Ctrl-C) and reports progress to an `UpgradeEvents`; none prints.
-The names are loaded on first use: the noxfile imports `auditor.upgrade.releases` in nox's own
-interpreter, which must not need the rest of the package.
+The names are loaded on first use: the noxfile imports `auditor.upgrade.releases` and
+`auditor.upgrade.sides.noxfile` (the sides' sessions) in nox's own interpreter, which must not need the
+rest of the package. The sides install the auditor that runs the command (selfdist.py), so all of
+this works from a pip install; `engines=["vllm==0.33.0"]` on each plan_* installs an engine too.
 """
 
 from __future__ import annotations

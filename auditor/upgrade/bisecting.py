@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -52,13 +53,16 @@ class Probe:
     sweep: tuple[str, ...]  # the sweep's options, as `auditor sweep` takes them
     outdir: Path
     step_options: tuple[str, ...] = ()  # the same, as `auditor bisect-step` takes them
+    setup: runner.SideSetup | None = None  # how the venv is made (None: made on first use, no engine)
 
     def measure(self, requirement: str, name: str, events: UpgradeEvents) -> State | None:
         """The cell's state under this transformers; None when it could not be installed or swept."""
         spec = parse_transformers(requirement, Path.cwd())
-        envdir = runner.NOXFILE.parent / BISECT_ENVDIR
+        setup = self.setup or runner.side_setup(WHAT)
+        envdir = setup.home / BISECT_ENVDIR
         install, sweep = release_steps(spec, outdir=self.outdir / name, envdir=envdir, noxfile=runner.NOXFILE,
-                                       nox=runner.NOX, sweep=self.sweep, label=f"transformers {name}", name=name)
+                                       nox=setup.nox, sweep=self.sweep, label=setup.label(name), name=name,
+                                       env=setup.env)
         if runner.run_step(install, events) or runner.run_step(sweep, events):
             return None
         run = runner.read_swept(sweep.side, events, context=f"the sweep of {name} left no readable results: ",
@@ -67,9 +71,11 @@ class Probe:
 
 
 def bisect_probe(model_type: str, column: str = "", *, outdir: Path, checks: str | None = None,
-                 policies: str | None = None, jobs: int = 1, timeout: float | None = None) -> Probe:
+                 policies: str | None = None, jobs: int = 1, timeout: float | None = None,
+                 engines: Sequence[str] = ()) -> Probe:
     """The cell (COLUMN "" is any cell of the type) and the sweep that measures it, checked before
-    anything is installed: an InputError when they cannot be bisected."""
+    anything is installed: an InputError when they cannot be bisected. `engines` ("vllm==0.33.0")
+    are installed with every release; without COLUMN the sweep then also runs their own functions."""
     from auditor.sweeping.options import BY_NAME, DEFAULT_CHECKS, DEFAULT_POLICIES
 
     try:
@@ -83,16 +89,20 @@ def bisect_probe(model_type: str, column: str = "", *, outdir: Path, checks: str
     chosen = check or checks or ",".join(DEFAULT_CHECKS)
     runner.check_names(chosen, cell.column or BY_NAME["checks"].flag)
     chosen_policies = policy or policies or (None if cell.column else ",".join(DEFAULT_POLICIES))
-    runner.require_nox(WHAT)
+    setup = runner.side_setup(WHAT, engines)
+    if not cell.column:
+        chosen_policies = runner.engine_policies(setup, chosen_policies)
     sweep = [*only_type(cell.model_type),
              *sweep_flags(checks=chosen, policies=chosen_policies, jobs=jobs, timeout=timeout)]
-    return Probe(cell, tuple(sweep), outdir, _step_options(jobs, timeout, checks, policies))
+    return Probe(cell, tuple(sweep), outdir, _step_options(jobs, timeout, checks, policies, engines), setup)
 
 
-def _step_options(jobs: int, timeout: float | None, checks: str | None, policies: str | None) -> tuple[str, ...]:
+def _step_options(jobs: int, timeout: float | None, checks: str | None, policies: str | None,
+                  engines: Sequence[str]) -> tuple[str, ...]:
     """bisect-step's own options (its parser's, which share their names with the sweep's)."""
     return ("--jobs", str(jobs), *(("--timeout", f"{timeout:g}") if timeout else ()),
-            *(("--checks", checks) if checks else ()), *(("--policies", policies) if policies else ()))
+            *(("--checks", checks) if checks else ()), *(("--policies", policies) if policies else ()),
+            *(option for engine in engines for option in ("--engine", engine)))
 
 
 def _is_policy(name: str) -> bool:
@@ -127,6 +137,9 @@ def bisect_releases(probe: Probe, good: str, bad: str, events: UpgradeEvents | N
         span = releases.releases_between(good, bad, releases.index_releases())
     except ReleaseError as exc:
         raise InputError(str(exc)) from None
+    for release in span:
+        if probe.setup is not None:
+            runner.refuse_excluded(probe.setup, release, release)
     states: dict[str, State | None] = {}
     try:
         with runner.venv_lock(runner.SIDES_LOCK, events):

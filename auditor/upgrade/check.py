@@ -42,11 +42,12 @@ def plan_check(base: str, new: str, *, models: Sequence[str] = (), exclude: Sequ
                checks: str | None = None, policies: str | None = None, jobs: int | None = None,
                timeout: float | None = None, output: str | os.PathLike | None = None,
                allow: str | os.PathLike | None = None, resume: bool = False, overwrite: bool = False,
-               cwd: Path | None = None) -> UpgradePlan:
+               cwd: Path | None = None, engines: Sequence[str] = ()) -> UpgradePlan:
     """The steps comparing transformers `base` and `new` (releases, or local wheels, sdists or
     source trees); `output` (relative to `cwd`) defaults to reports/upgrade-BASE-to-NEW. Options
-    left None keep the sweep's defaults. Bad input is an InputError, found before any venv is
-    touched."""
+    left None keep the sweep's defaults. `engines` ("vllm==0.33.0") are installed into both sides,
+    whose sweeps then also run the engines' own functions. Bad input (a side an engine excludes
+    among it) is an InputError, found before any venv is touched."""
     from auditor.sweeping.options import DEFAULT_CHECKS, DEFAULT_POLICIES
 
     runner.check_limits(jobs=jobs, timeout=timeout, resume=resume, overwrite=overwrite)
@@ -55,18 +56,24 @@ def plan_check(base: str, new: str, *, models: Sequence[str] = (), exclude: Sequ
     checks = checks if checks is not None else ",".join(DEFAULT_CHECKS)
     policies = policies if policies is not None else ",".join(DEFAULT_POLICIES)
     runner.check_names(checks)
-    runner.require_nox(WHAT)
     if allow is not None:
         _read_allow_list(Path(allow))
     cwd = cwd or Path.cwd()
     try:
         base_spec, new_spec = parse_transformers(base, cwd), parse_transformers(new, cwd)
+    except UpgradeSpecError as exc:
+        raise InputError(str(exc)) from None
+    setup = runner.side_setup(WHAT, engines)
+    for spec, flag in ((base_spec, "--from"), (new_spec, "--to")):
+        runner.refuse_excluded(setup, spec.version, f"{spec.given} ({flag})")
+    try:
         outdir = cwd / (output if output is not None else default_outdir(base_spec, new_spec))
         return plan_upgrade(
-            base_spec, new_spec, outdir=outdir, noxfile=runner.NOXFILE, nox=runner.NOX,
-            sweep=sweep_flags(models=models, exclude=exclude, checks=checks, policies=policies, jobs=jobs,
-                              timeout=timeout),
-            resume=resume,
+            base_spec, new_spec, outdir=outdir, noxfile=runner.NOXFILE, nox=setup.nox,
+            sweep=sweep_flags(models=models, exclude=exclude, checks=checks,
+                              policies=runner.engine_policies(setup, policies), jobs=jobs, timeout=timeout),
+            resume=resume, envdir=setup.home, env=setup.env,
+            engines=setup.engine_labels,
         )
     except UpgradeSpecError as exc:
         raise InputError(str(exc)) from None

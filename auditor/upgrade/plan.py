@@ -46,6 +46,7 @@ class Side:
     name: str  # "base" or "new"
     transformers: Transformers
     outdir: Path  # the side's run directory
+    engines: tuple[str, ...] = ()  # the engines installed with it, "vllm 0.33.0"
 
     @property
     def session(self) -> str:
@@ -54,7 +55,7 @@ class Side:
     @property
     def label(self) -> str:
         """The environment label of the side's results: the column group in merged reports."""
-        return f"{self.name}: transformers {self.transformers.slug}"
+        return ", ".join([f"{self.name}: transformers {self.transformers.slug}", *self.engines])
 
 
 @dataclass(frozen=True)
@@ -163,21 +164,24 @@ def side_run_flags(outdir: Path, label: str, *, resume: bool) -> list[str]:
 
 
 def plan_upgrade(base: Transformers, new: Transformers, *, outdir: Path, noxfile: Path,
-                 nox: Sequence[str], sweep: Sequence[str] = (), resume: bool = False) -> UpgradePlan:
+                 nox: Sequence[str], sweep: Sequence[str] = (), resume: bool = False, envdir: Path | None = None,
+                 env: Mapping[str, str] | None = None, engines: Sequence[str] = ()) -> UpgradePlan:
     """Install both sides, then sweep each into `outdir`/base and `outdir`/new (paths must be absolute:
-    nox runs its sessions from the noxfile's directory)."""
+    nox runs its sessions from the noxfile's directory). `envdir`: where the venvs live (nox's
+    default: .nox/ next to the noxfile); `env`: what else the sessions read; `engines`: the
+    engines every side has, for its label ("vllm 0.33.0")."""
     if _same(base, new):
         raise UpgradeSpecError(f"--from and --to are both {new.requirement}: nothing to compare")
-    if not outdir.is_absolute() or not noxfile.is_absolute():
+    if not outdir.is_absolute() or not noxfile.is_absolute() or not (envdir is None or envdir.is_absolute()):
         raise ValueError("plan_upgrade needs absolute paths")
-    sides = [Side(name, spec, outdir / name) for name, spec in zip(SIDES, (base, new), strict=True)]
-    nox_cmd = (*nox, "--noxfile", str(noxfile), "--session")
+    sides = [Side(name, spec, outdir / name, tuple(engines)) for name, spec in zip(SIDES, (base, new), strict=True)]
+    nox_cmd = (*nox, "--noxfile", str(noxfile), *(("--envdir", str(envdir)) if envdir else ()), "--session")
     steps = [Step(side, "install", (*nox_cmd, side.session, "--install-only"),
-                  {TRANSFORMERS_ENV: side.transformers.requirement}) for side in sides]
+                  {**(env or {}), TRANSFORMERS_ENV: side.transformers.requirement}) for side in sides]
     steps += [Step(side, "sweep",
                    (*nox_cmd, side.session, "--no-install", "--",
                     *side_run_flags(side.outdir, side.label, resume=resume), *sweep),
-                   {TRANSFORMERS_ENV: side.transformers.requirement}) for side in sides]
+                   {**(env or {}), TRANSFORMERS_ENV: side.transformers.requirement}) for side in sides]
     return UpgradePlan(base=sides[0], new=sides[1], outdir=outdir, steps=tuple(steps))
 
 

@@ -11,22 +11,120 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
+import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from auditor.core.errors import InputError
 from auditor.core.hints import NOX_HINT
 from auditor.core.results import RESULTS_FILE, ResultsFileError, Run, read_run
+from auditor.upgrade.installer import INSTALLER_ENV
 from auditor.upgrade.plan import Side, Step, installed_mismatch
 
-# The project's noxfile, whose upgrade_check sessions every step runs (a test seam: read at call time).
-NOXFILE = Path(__file__).resolve().parents[2] / "noxfile.py"
-# The lock of upgrade-check's two venvs (.nox/upgrade_check-*), which bisect reuses as well.
+# The sides' nox sessions, shipped in the package (a test seam: read at call time).
+NOXFILE = Path(__file__).resolve().parent / "sides" / "noxfile.py"
+# The lock of upgrade-check's two venvs (upgrade_check-* in the venv home), which bisect reuses as well.
 SIDES_LOCK = "upgrade_check"
 NOX = (sys.executable, "-m", "nox")
+
+
+@dataclass(frozen=True)
+class SideSetup:
+    """How one command's side venvs are made: nox (with the venv backend of the installer) on the
+    packaged sessions, the venv home, and what the sessions read from the environment."""
+
+    nox: tuple[str, ...]
+    home: Path
+    installer: str  # "uv" or "pip"
+    engines: tuple = ()  # upgrade.engines.EngineSpec, installed into every side
+    env_items: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def env(self) -> Mapping[str, str]:
+        return dict(self.env_items)
+
+    @property
+    def engine_labels(self) -> tuple[str, ...]:
+        return tuple(f"{e.name} {e.version}" for e in self.engines)
+
+    def label(self, transformers: str) -> str:
+        """What a side runs, for its label: `transformers 5.18.0, vllm 0.33.0`."""
+        return ", ".join([f"transformers {transformers}", *self.engine_labels])
+
+
+def side_setup(what: str, engines: Sequence[str] = (), extras: str = "") -> SideSetup:
+    """The side venvs of this command, checked before any is touched (InputError): nox there, the
+    installer chosen, this auditor ready to install (a wheel of it rebuilt when it is not a
+    checkout), and each --engine's transformers requirement read."""
+    from auditor.upgrade.engines import ENGINES_ENV
+    from auditor.upgrade.installer import InstallerError, choose_installer
+    from auditor.upgrade.selfdist import this_auditor, venv_home
+
+    require_nox(what)
+    specs = parse_engines(engines)
+    try:
+        installer = choose_installer()
+    except InstallerError as exc:
+        raise InputError(str(exc)) from None
+    auditor = this_auditor(extras)
+    env = {"AUDITOR_SELF": json.dumps(list(auditor.requirement)), "AUDITOR_SELF_STAMP": auditor.fingerprint,
+           "AUDITOR_SIDE_PYTHON": f"{sys.version_info[0]}.{sys.version_info[1]}", INSTALLER_ENV: installer.name,
+           **dict(installer.env),
+           **({ENGINES_ENV: " ".join(e.requirement for e in specs)} if specs else {})}
+    return SideSetup((*NOX, "--default-venv-backend", installer.nox_backend), venv_home(), installer.name,
+                     specs, tuple(env.items()))
+
+
+def describe_install(env: Mapping[str, str]) -> str:
+    """What a step's side gets, in the order the sides' noxfile installs it, from the step's environment."""
+    from auditor.upgrade.sides.noxfile import TORCH
+
+    engines = env.get("AUDITOR_ENGINES", "").split()
+    auditor = " ".join(json.loads(env.get("AUDITOR_SELF", "[]")))
+    return ", ".join([*([] if engines else [f"torch=={TORCH}"]), auditor, *engines,
+                      env.get("AUDITOR_TRANSFORMERS", "")]) + f" (with {env.get(INSTALLER_ENV, 'pip')})"
+
+
+def parse_engines(engines: Sequence[str]) -> tuple:
+    """Each --engine as an EngineSpec (its transformers requirement read from its metadata)."""
+    from auditor import engines as known
+    from auditor.upgrade.engines import EngineSpecError, parse_engine
+    from auditor.upgrade.selfdist import venv_home
+
+    try:
+        specs = tuple(parse_engine(text, known.names(), venv_home() / "engines") for text in engines)
+    except EngineSpecError as exc:
+        raise InputError(str(exc)) from None
+    names = [spec.name for spec in specs]
+    if len(set(names)) < len(names):
+        raise InputError(f"--engine names one engine twice: {', '.join(engines)}")
+    return specs
+
+
+def refuse_excluded(setup: SideSetup, transformers: str, given: str) -> None:
+    """An InputError, quoting the engine's requirement, when an engine excludes this transformers."""
+    for engine in setup.engines:
+        if transformers and engine.excludes(transformers):
+            raise InputError(f"transformers {given} is outside what {engine.name} {engine.version} accepts: "
+                             f"it requires transformers{engine.transformers} (its Requires-Dist); "
+                             "choose a release in that range or another --engine")
+
+
+def engine_policies(setup: SideSetup, policies: str | None) -> str | None:
+    """`policies` plus each engine's own policy (vllm), so that the sweep runs the engine's own
+    functions where the auditor has a variant that calls them."""
+    if not setup.engines:
+        return policies
+    from auditor import engines as known
+    from auditor.sweeping.options import DEFAULT_POLICIES
+
+    names = [p.strip() for p in (policies if policies is not None else ",".join(DEFAULT_POLICIES)).split(",")
+             if p.strip()]
+    return ",".join(dict.fromkeys([*names, *(known.get(e.name).decorator.policy for e in setup.engines)]))
 
 
 class UpgradeEvents:
@@ -50,24 +148,25 @@ class UpgradeEvents:
 
 
 def require_nox(what: str) -> None:
-    """An InputError unless nox and the project's noxfile are there (before any venv is touched)."""
+    """An InputError unless nox is there (before any venv is touched)."""
     if importlib.util.find_spec("nox") is None:
         raise InputError(f"{what} runs nox: {NOX_HINT}")
     if not NOXFILE.is_file():
-        raise InputError(f"{what} needs the project's noxfile, not found at {NOXFILE}: "
-                         "run it from a checkout of model-sweep-auditor")
+        raise InputError(f"{what} needs the sides' nox sessions, not found at {NOXFILE}: reinstall the auditor")
 
 
 @contextlib.contextmanager
 def venv_lock(name: str, events: UpgradeEvents) -> Iterator[None]:
-    """Runs of one command in one checkout share its venvs: the second waits rather than install
-    into them while the first sweeps. `name`: the lock's, .nox/NAME.lock."""
+    """Runs of one command share its venvs: the second waits rather than install into them while
+    the first sweeps. `name`: the lock's, NAME.lock in the venv home."""
+    from auditor.upgrade.selfdist import venv_home
+
     try:
         import fcntl
     except ImportError:  # not POSIX: no lock
         yield
         return
-    path = NOXFILE.parent / ".nox" / f"{name}.lock"
+    path = venv_home() / f"{name}.lock"
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "w") as handle:
         try:
@@ -108,6 +207,10 @@ def read_swept(side: Side, events: UpgradeEvents, *, context: str, hint: str) ->
     ran another transformers than the side asked for (`hint` follows the reason)."""
     run = read_side(side.outdir, context, events)
     mismatch = installed_mismatch(side, run.info.transformers)
+    for engine in side.engines:  # "vllm 0.33.0": the run's header says which it ran
+        name, version = engine.split(" ", 1)
+        if run.info.installed_engines.get(name, "absent") != version:
+            mismatch = f"the {side.name} side ran {name} {run.info.installed_engines.get(name, 'absent')}, not {version}"
     if mismatch:
         raise InputError(f"{mismatch}{hint}")
     return run

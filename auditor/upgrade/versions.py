@@ -51,9 +51,10 @@ def plan_versions(spec: str | None, *, models: Sequence[str] = (), exclude: Sequ
                   checks: str | None = None, policies: str | None = None, jobs: int | None = None,
                   timeout: float | None = None, executor: str | None = None, ray_address: str | None = None,
                   shard: str | None = None, output: str | os.PathLike | None = None, resume: bool = False,
-                  overwrite: bool = False, cwd: Path | None = None) -> VersionsPlan:
+                  overwrite: bool = False, cwd: Path | None = None, engines: Sequence[str] = ()) -> VersionsPlan:
     """The steps sweeping the releases `spec` names (5.20.0,5.22.0 or '>=5.20,<5.25'); `output`
-    (relative to `cwd`) defaults to reports/versions-FIRST-to-LAST. Bad input is an InputError."""
+    (relative to `cwd`) defaults to reports/versions-FIRST-to-LAST. `engines` ("vllm==0.33.0") are
+    installed with every release. Bad input (a release an engine excludes among it) is an InputError."""
     from auditor.models.cases import SelectionError, parse_shard
 
     if not spec:
@@ -70,19 +71,22 @@ def plan_versions(spec: str | None, *, models: Sequence[str] = (), exclude: Sequ
         slice_dir = f"shard-{index}-of-{count}"
     if checks is not None:
         runner.check_names(checks)
-    runner.require_nox(WHAT)
+    setup = runner.side_setup(WHAT, engines, extras="[ray]" if executor == "ray" else "")
     try:
         chosen = releases.resolve_releases(spec, releases.index_releases())
     except ReleaseError as exc:
         raise InputError(str(exc)) from None
+    for release in chosen:
+        runner.refuse_excluded(setup, release, release)
     cwd = cwd or Path.cwd()
     outdir = cwd / (output or Path("reports") / f"versions-{chosen[0]}-to-{chosen[-1]}")
-    sweep = sweep_flags(models=models, exclude=exclude, checks=checks, policies=policies, jobs=jobs, timeout=timeout,
-                        executor=executor or None, ray_address=ray_address or None, shard=shard or None)
+    sweep = sweep_flags(models=models, exclude=exclude, checks=checks, policies=runner.engine_policies(setup, policies),
+                        jobs=jobs, timeout=timeout, executor=executor or None, ray_address=ray_address or None,
+                        shard=shard or None)
     pairs = [release_steps(parse_transformers(r, cwd), outdir=outdir / r / slice_dir if slice_dir else outdir / r,
-                           envdir=runner.NOXFILE.parent / RELEASES_ENVDIR / r, noxfile=runner.NOXFILE, nox=runner.NOX,
-                           sweep=sweep, label=f"transformers {r}", resume=resume,
-                           extras="[ray]" if executor == "ray" else "")
+                           envdir=setup.home / RELEASES_ENVDIR / r, noxfile=runner.NOXFILE, nox=setup.nox,
+                           sweep=sweep, label=setup.label(r), resume=resume,
+                           extras="[ray]" if executor == "ray" else "", env=setup.env)
              for r in chosen]
     steps = [install for install, _ in pairs] + [run for _, run in pairs]
     return VersionsPlan(tuple(chosen), tuple(steps), outdir)

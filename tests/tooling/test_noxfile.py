@@ -57,3 +57,15 @@ def test_pyenv_interpreters_are_found_off_path():
     if not installed:
         pytest.skip("no pyenv interpreters here")
     assert [v for v in installed if not _interpreter_found(v)] == []
+
+
+def test_the_sides_noxfile_folder_shadows_no_standard_module():
+    """nox runs from the noxfile's folder, and `python -m virtualenv` there puts it first on sys.path:
+    a module of that folder named like a standard one (auditor/upgrade/bisect.py, when the sessions
+    lived in auditor/upgrade/) broke every pip-backed side venv."""
+    import sys
+
+    from auditor.upgrade import runner
+
+    names = {p.stem for p in runner.NOXFILE.parent.iterdir() if p.suffix == ".py" or (p / "__init__.py").is_file()}
+    assert names and not names & set(sys.stdlib_module_names), names & set(sys.stdlib_module_names)

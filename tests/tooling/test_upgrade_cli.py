@@ -9,6 +9,7 @@ import pytest
 
 from auditor.cli import main
 from auditor.upgrade import runner
+from auditor.upgrade.selfdist import checkout_root
 from tests.report.helpers import result, write_run
 
 FAKE_NOXFILE = Path(__file__).with_name("fake_noxfile.py")
@@ -22,6 +23,7 @@ def fake(tmp_path, monkeypatch):
     (project / "noxfile.py").write_text(FAKE_NOXFILE.read_text())
     monkeypatch.setattr(runner, "NOXFILE", project / "noxfile.py")
     monkeypatch.setenv("FAKE_UPGRADE_DIR", str(tmp_path))
+    monkeypatch.setenv("AUDITOR_INSTALLER", "pip")
     monkeypatch.chdir(tmp_path)
     runs(tmp_path, base=["build", "build"], new=["build", "error"])
     return tmp_path
@@ -93,9 +95,11 @@ def test_existing_results_need_resume_or_overwrite(fake, capsys):
 def test_dry_run_prints_the_commands_and_writes_nothing(fake, capsys):
     assert main(["upgrade-check", "--from", "5.17.0", "--to", "5.18.0", "--dry-run"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert len(lines) == 4
-    assert lines[0].startswith("AUDITOR_TRANSFORMERS=transformers==5.17.0 ")
-    assert lines[0].endswith("--session 'upgrade_check(base)' --install-only")
+    assert len(lines) == 6  # what each side installs, then the four nox commands
+    assert lines[0].startswith("# base: installs ") and lines[0].endswith(" transformers==5.17.0 (with pip)")
+    assert f"-e {checkout_root()}" in lines[0]  # a checkout: this auditor, editable
+    assert " AUDITOR_TRANSFORMERS=transformers==5.17.0 " in lines[1]
+    assert lines[1].endswith("--session 'upgrade_check(base)' --install-only")
     assert not (fake / "log.txt").exists() and not (fake / "reports").exists()
 
 
@@ -124,4 +128,4 @@ def test_a_bad_allow_list_exits_2(fake, capsys):
 def test_without_the_projects_noxfile(fake, monkeypatch, capsys):
     monkeypatch.setattr(runner, "NOXFILE", fake / "nowhere" / "noxfile.py")
     assert main(["upgrade-check", "--from", "5.17.0", "--to", "5.18.0"]) == 2
-    assert "needs the project's noxfile" in capsys.readouterr().err
+    assert "needs the sides' nox sessions" in capsys.readouterr().err

@@ -1,0 +1,129 @@
+"""`--engine vllm==0.33.0`: a serving engine installed into every side, and the transformers it takes.
+
+An engine pins transformers (vLLM 0.33.0: `transformers<5.21.0,>=5.16.1`), so a side it excludes
+is refused before anything is installed, quoting the engine's own requirement. That requirement
+is read from the engine's metadata: the installed distribution's when it is the same version (a
+user's own vLLM), else PyPI's JSON for that release (one small request) when pip uses PyPI, else
+through pip itself (`pip install --dry-run --report`, which may download the whole wheel: 336 MB
+for vLLM 0.33.0 with pip 23), kept in the venvs' cache.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.specifiers import SpecifierSet
+from packaging.version import Version
+
+ENGINES_ENV = "AUDITOR_ENGINES"  # the engines' requirements for the sides, space-separated
+
+
+class EngineSpecError(ValueError):
+    """An --engine that is not NAME==VERSION of a known engine, or whose metadata cannot be read."""
+
+
+@dataclass(frozen=True)
+class EngineSpec:
+    name: str  # the engine's name in auditor.engines: "vllm"
+    version: str
+    transformers: str  # the engine's requirement on transformers, as its metadata writes it ("" for none)
+
+    @property
+    def requirement(self) -> str:
+        return f"{self.name}=={self.version}"
+
+    def excludes(self, transformers_version: str) -> bool:
+        return bool(self.transformers) and not SpecifierSet(self.transformers).contains(
+            Version(transformers_version), prereleases=True)
+
+
+def parse_engine(text: str, known: tuple[str, ...], cache: Path) -> EngineSpec:
+    """`vllm==0.33.0` (or `vllm`: the version installed here) as an EngineSpec, its transformers
+    requirement read from its metadata."""
+    try:
+        requirement = Requirement(text.strip())
+    except InvalidRequirement:
+        raise EngineSpecError(f"--engine {text!r}: expected NAME==VERSION, such as vllm==0.33.0") from None
+    name = requirement.name.lower()
+    if name not in known:
+        raise EngineSpecError(f"--engine {text!r}: unknown engine; known: {', '.join(known)}")
+    pins = [s.version for s in requirement.specifier if s.operator in ("==", "===")]
+    if not pins and not str(requirement.specifier):
+        pins = [_installed_version(name, text)]
+    if len(pins) != 1 or "*" in pins[0]:
+        raise EngineSpecError(f"--engine {text!r}: name one version, such as {name}==0.33.0")
+    return EngineSpec(name, pins[0], transformers_requirement(name, pins[0], cache))
+
+
+def _installed_version(name: str, text: str) -> str:
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        raise EngineSpecError(f"--engine {text}: {name} is not installed here; name its version, "
+                              f"such as {name}==0.33.0") from None
+
+
+def transformers_requirement(name: str, version: str, cache: Path) -> str:
+    """The engine release's requirement on transformers ("" when it has none)."""
+    kept = cache / f"{name}-{version}.json"
+    if kept.is_file():
+        return json.loads(kept.read_text())["transformers"]
+    requires = _installed_requires(name, version)
+    if requires is None:
+        requires = _pypi_requires(name, version)
+    if requires is None:
+        requires = _index_requires(name, version)
+    found = transformers_of(requires)
+    kept.parent.mkdir(parents=True, exist_ok=True)
+    kept.write_text(json.dumps({"engine": f"{name}=={version}", "transformers": found}) + "\n")
+    return found
+
+
+def transformers_of(requires: list[str]) -> str:
+    """The specifier of the unconditional `transformers` requirement among Requires-Dist lines."""
+    for line in requires:
+        requirement = Requirement(line)
+        if requirement.name.lower() == "transformers" and requirement.marker is None:
+            return str(requirement.specifier)
+    return ""
+
+
+def _installed_requires(name: str, version: str) -> list[str] | None:
+    try:
+        dist = metadata.distribution(name)
+    except metadata.PackageNotFoundError:
+        return None
+    return list(dist.requires or ()) if Version(dist.version) == Version(version) else None
+
+
+def _pypi_requires(name: str, version: str) -> list[str] | None:
+    """Requires-Dist from PyPI's JSON API, when pip's index is PyPI's and it answers; else None."""
+    import urllib.request
+
+    from auditor.upgrade.installer import pip_config
+
+    if dict(pip_config()).get("index-url", "https://pypi.org/simple").rstrip("/") != "https://pypi.org/simple":
+        return None
+    try:
+        with urllib.request.urlopen(f"https://pypi.org/pypi/{name}/{version}/json", timeout=30) as answer:
+            return list(json.load(answer)["info"].get("requires_dist") or [])
+    except (OSError, ValueError, KeyError):
+        return None
+
+
+def _index_requires(name: str, version: str) -> list[str]:
+    """Requires-Dist of `name==version` on the index pip is configured with, without installing it."""
+    proc = subprocess.run([sys.executable, "-m", "pip", "install", "--dry-run", "--no-deps", "--ignore-installed",
+                           "--quiet", "--report", "-", f"{name}=={version}"],
+                          capture_output=True, text=True, check=False)
+    try:
+        return list(json.loads(proc.stdout)["install"][0]["metadata"].get("requires_dist", []))
+    except (ValueError, KeyError, IndexError):
+        raise EngineSpecError(f"cannot read the requirements of {name}=={version} from the package index: "
+                              f"{proc.stderr.strip()[-300:] or 'pip said nothing'}") from None

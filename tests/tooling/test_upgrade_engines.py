@@ -1,0 +1,96 @@
+"""`--engine vllm==0.33.0` and the installer choice, without installing anything.
+
+The engine's transformers requirement is read for real: from PyPI's JSON for vLLM 0.33.0 (skipped,
+saying so, where PyPI cannot be reached) into a cache of the test's own, and from an installed
+vLLM's METADATA where one is here (/work/vllm-venv). The nox steps are the fake noxfile's, so
+that "before any install" is checked by its log staying empty.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from auditor.cli import main
+from auditor.upgrade import releases, runner
+from auditor.upgrade.engines import EngineSpec, transformers_of
+from auditor.upgrade.installer import parse_pip_config, uv_settings
+from tests.tooling.test_upgrade_real import pypi_reachable
+
+FAKE_NOXFILE = Path(__file__).with_name("fake_noxfile.py")
+VLLM_VENV = Path("/work/vllm-venv/bin/python")
+
+
+@pytest.fixture(scope="module")
+def vllm_cache(tmp_path_factory) -> Path:
+    """A venv home whose engines/ cache the first test fills from PyPI, for the others."""
+    if not pypi_reachable():
+        pytest.skip("PyPI cannot be reached: vLLM's requirements come from it")
+    return tmp_path_factory.mktemp("venvs")
+
+
+@pytest.fixture
+def fake(tmp_path, monkeypatch, vllm_cache):
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "noxfile.py").write_text(FAKE_NOXFILE.read_text())
+    monkeypatch.setattr(runner, "NOXFILE", project / "noxfile.py")
+    monkeypatch.setenv("FAKE_UPGRADE_DIR", str(tmp_path))
+    monkeypatch.setenv("AUDITOR_VENVS", str(vllm_cache))
+    monkeypatch.setenv("AUDITOR_INSTALLER", "pip")
+    monkeypatch.setattr(releases, "index_releases", lambda: ("5.18.0", "5.20.0", "5.21.0"))  # the index's, in part
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def test_a_side_outside_the_engines_range_exits_2_before_any_install(fake, vllm_cache, capsys):
+    assert main(["upgrade-check", "--from", "5.18.0", "--to", "5.22.0", "--engine", "vllm==0.33.0"]) == 2
+    err = capsys.readouterr().err
+    assert ("transformers 5.22.0 (--to) is outside what vllm 0.33.0 accepts: it requires "
+            "transformers<5.21.0,>=5.16.1 (its Requires-Dist)") in err
+    assert not (fake / "log.txt").exists() and not (fake / "reports").exists()
+    assert '"transformers": "<5.21.0,>=5.16.1"' in (vllm_cache / "engines" / "vllm-0.33.0.json").read_text()
+    assert main(["versions", "5.20.0,5.21.0", "--engine", "vllm==0.33.0", "--dry-run"]) == 2
+    assert "transformers 5.21.0 is outside what vllm 0.33.0 accepts" in capsys.readouterr().err
+
+
+def test_dry_run_shows_the_engine_on_every_side_and_its_own_policy(fake, capsys):
+    assert main(["upgrade-check", "--from", "5.18.0", "--to", "5.20.2", "--engine", "vllm==0.33.0",
+                 "--checks", "build,backend", "--dry-run"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("# base: installs -e ")  # no torch pin: vLLM pins its own
+    assert lines[0].endswith(", vllm==0.33.0, transformers==5.18.0 (with pip)")
+    assert lines[2].endswith(", vllm==0.33.0, transformers==5.20.2 (with pip)")
+    sweep = lines[-1]
+    assert "--label 'new: transformers 5.20.2, vllm 0.33.0'" in sweep
+    assert "--policies legacy,fixed,fixed-no-config-skip,vllm" in sweep
+    assert not (fake / "log.txt").exists()
+
+
+@pytest.mark.parametrize(("engine", "message"), [
+    ("vllm>=0.30", "name one version"),
+    ("sglong==1.0", "unknown engine"),
+    ("vllm==", "expected NAME==VERSION"),
+])
+def test_a_bad_engine_exits_2(fake, capsys, engine, message):
+    assert main(["upgrade-check", "--from", "5.18.0", "--to", "5.20.2", "--engine", engine]) == 2
+    assert message in capsys.readouterr().err
+
+
+@pytest.mark.skipif(not VLLM_VENV.exists(), reason="needs a venv with vLLM installed (/work/vllm-venv)")
+def test_the_requirement_of_an_installed_vllm_is_read_from_its_metadata():
+    requires = subprocess.run([str(VLLM_VENV), "-c", "import importlib.metadata as m; "
+                               "print('\\n'.join(m.requires('vllm')))"], capture_output=True, text=True, check=True)
+    found = transformers_of(requires.stdout.splitlines())
+    assert found == "<5.21.0,>=5.16.1"
+    spec = EngineSpec("vllm", "0.33.0", found)
+    assert not spec.excludes("5.20.2") and spec.excludes("5.21.0") and spec.excludes("5.16.0")
+
+
+def test_uv_gets_pips_indexes_and_its_choice_of_version():
+    config = parse_pip_config("global.extra-index-url='file:///a file:///b'\n"
+                              ":env:.find-links='/opt/wheels'\nglobal.constraint='/c.txt'\n")
+    assert uv_settings(config) == {"UV_INDEX_STRATEGY": "unsafe-best-match", "UV_INDEX": "file:///a file:///b",
+                                   "UV_FIND_LINKS": "/opt/wheels", "UV_CONSTRAINT": "/c.txt"}
