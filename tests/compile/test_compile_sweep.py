@@ -91,7 +91,7 @@ def test_the_tiny_check_and_aot_eager_in_one_run(tmp_path):
     (["--device", "meta"], "run real models: pass --device cpu or --device cuda"),
     (["--backend", "no-such-backend"], "unknown --backend 'no-such-backend'"),
     (["--compile-policy", "vllm"], "--compile-policy 'vllm'"),
-    (["--compile-semantics", "sglang"], "--compile-semantics 'sglang': valid: vllm, plain"),
+    (["--compile-semantics", "tgi"], "--compile-semantics 'tgi': valid: vllm, sglang, plain"),
 ])
 def test_bad_compile_options_stop_before_any_work(tmp_path, args, message):
     proc = run_auditor("sweep", "--models", "gpt2", "--checks", "compile", *args, "-o", str(tmp_path / "run"))
