@@ -68,7 +68,7 @@ def _children_cpu() -> float:
 
 def rows(out: Path, check: str) -> list[dict]:
     lines = (out / "results.jsonl").read_text().splitlines()[1:]
-    return [row for row in map(json.loads, lines) if row["check"] == check]
+    return [row for row in map(json.loads, lines) if row.get("check") == check]
 
 
 def timing_of(out: Path) -> dict:
