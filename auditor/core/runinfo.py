@@ -22,6 +22,8 @@ def version_of(distribution: str) -> str:
 def git_revision() -> str:
     """The auditor's own git revision, when it runs from a checkout."""
     root = Path(__file__).resolve().parents[2]  # the checkout: auditor/core/runinfo.py
+    if not (root / "pyproject.toml").is_file():  # installed (site-packages), maybe in a venv inside a checkout
+        return "unknown"
     try:
         out = subprocess.run(
             ["git", "-C", str(root), "rev-parse", "--short", "HEAD"],

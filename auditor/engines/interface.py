@@ -64,6 +64,16 @@ def safely(gate: Callable[..., Verdict], *args: Any) -> Outcome:
         return Status.UNSUPPORTED, message_of(exc), {}
 
 
+def remote_model_class(case, context) -> type | None:
+    """The model class an engine's registry is given for a remote-code case (the plain build's:
+    the engine loads the same `auto_map` class), None for a built-in type or a failed build."""
+    if not case.remote_code:
+        return None
+    with contextlib.suppress(Exception):
+        return type(context.model())
+    return None
+
+
 @dataclass(frozen=True)
 class Gate:
     """One gate. `emulated` is None for the gate the engine's build is (BuildSettings makes it);

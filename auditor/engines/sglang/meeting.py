@@ -14,7 +14,7 @@ import contextlib
 from collections.abc import Callable, Iterator, Mapping
 
 from auditor.core.status import Status, classify
-from auditor.engines.interface import Outcome, Verdict, safely
+from auditor.engines.interface import Outcome, Verdict, remote_model_class, safely
 from auditor.engines.sglang import build as sglang_build
 from auditor.engines.sglang.gates import sglang_config, text_config
 from auditor.engines.vllm.build import needs_own_build
@@ -23,10 +23,7 @@ from auditor.engines.vllm.build import needs_own_build
 def meet(functions: Mapping[str, Callable[..., Verdict]], case, context, config) -> Iterator[tuple[str, Outcome]]:
     """(gate, outcome) in SGLang's order, each gate answered by `functions[gate]`; stops after a
     stopping gate fails. `context`: the case's CaseContext (its plain build and config)."""
-    model_cls = None
-    if case.remote_code:
-        with contextlib.suppress(Exception):
-            model_cls = type(context.model())
+    model_cls = remote_model_class(case, context)
     own_config = sglang_config(config, case.model_type)
     registry = functions["registry"](own_config, model_cls)
     yield "registry", registry.outcome()

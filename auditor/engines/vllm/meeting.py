@@ -24,7 +24,7 @@ import contextlib
 from collections.abc import Callable, Iterator, Mapping
 
 from auditor.core.status import Failure, Status, classify
-from auditor.engines.interface import Outcome, Verdict, passed, safely
+from auditor.engines.interface import Outcome, Verdict, passed, remote_model_class, safely
 from auditor.engines.vllm import build as vllm_build
 from auditor.engines.vllm import gates as emulation
 from auditor.engines.vllm import plans
@@ -41,10 +41,7 @@ def meet(functions: Mapping[str, Callable[..., Verdict]], case, context, config)
     stopping gate fails. `context`: the case's CaseContext (its plain build and config)."""
     import transformers
 
-    model_cls = None
-    if case.remote_code:
-        with contextlib.suppress(Exception):
-            model_cls = type(context.model())
+    model_cls = remote_model_class(case, context)
     # The own-code variant has vLLM's registry; it runs vLLM's whole constructor too.
     construction = None
     if functions["registry"] is not emulation.registry_gate:
