@@ -77,11 +77,21 @@ class WorkerPool:
         self._serial = 0
         self._failed_starts = 0
 
+    def start(self) -> None:
+        """Start the workers now, before the model types are known: each imports torch and
+        transformers (seconds) while the parent discovers and selects the types. `run` keeps as
+        many as it needs and stops the rest."""
+        if not self._workers:
+            self._workers = [self._spawn() for _ in range(max(1, self.settings.jobs))]
+
     def run(self, cases: Sequence[ModelCase]) -> Iterator[list[Result]]:
         pending = deque(cases)
         jobs = max(1, min(self.settings.jobs, len(pending)))
         try:
-            self._workers = [self._spawn() for _ in range(jobs)]
+            for surplus in self._workers[jobs:]:
+                _kill(surplus)
+            self._workers = self._workers[:jobs]
+            self._workers += [self._spawn() for _ in range(jobs - len(self._workers))]
             while pending or any(w.case for w in self._workers):
                 self._assign(pending)
                 yield from self._collect()

@@ -75,8 +75,23 @@ class LocalCluster:
         self._conn = None
         self._directory: str | None = None
 
-    def start(self) -> str:
-        """Start it, without waiting; the announcement's path, for `await_cluster`.
+    def reserve(self) -> str:
+        """The announcement's path, for `await_cluster`, before the cluster is started: workers
+        spawned with it wait there until `launch` has started the cluster (or say why not)."""
+        # Ray's token authentication, which a new local cluster turns on by default, set here
+        # rather than in the helper: the workers started from this process afterwards (the
+        # sweep's, which may start before the cluster) inherit the mode and present the token
+        # (Ray keeps it in ~/.ray/auth_token) when they join. A mode the user chose is kept.
+        os.environ.setdefault("RAY_AUTH_MODE", "token")
+        if self._directory is None:
+            from auditor.remote.workspace import scratch
+
+            self._directory = scratch("ray-cluster-")
+            (Path(self._directory) / "modules").mkdir()
+        return str(Path(self._directory) / "cluster.json")
+
+    def launch(self) -> None:
+        """Start it, without waiting (once; `reserve` first if not yet done).
 
         Its Ray workers inherit an empty modules cache of their own through the environment of
         the processes that start them (the helper, then the raylet), rather than through a
@@ -84,26 +99,24 @@ class LocalCluster:
         cluster serve the first tasks, instead of idling while each job starts workers of its
         own.
         """
-        from auditor.remote.workspace import child_environment, scratch
+        if self._process is not None:
+            return
+        from auditor.remote.workspace import child_environment
 
-        # Ray's token authentication, which a new local cluster turns on by default, set here
-        # rather than in the helper: the workers started from this process afterwards inherit the
-        # mode and present the token (Ray keeps it in ~/.ray/auth_token) when they join. A mode
-        # the user chose is kept.
-        os.environ.setdefault("RAY_AUTH_MODE", "token")
-        self._directory = scratch("ray-cluster-")
-        announcement = str(Path(self._directory) / "cluster.json")
-        cache = Path(self._directory) / "modules"
-        cache.mkdir()
+        announcement = self.reserve()
         ctx = multiprocessing.get_context("spawn")
         ours, theirs = ctx.Pipe()
         self._process = ctx.Process(target=_head, args=(theirs, self.cpus, announcement),
                                     name="auditor-ray-head", daemon=True)
-        with child_environment(HF_MODULES_CACHE=str(cache)):
+        with child_environment(HF_MODULES_CACHE=str(Path(self._directory) / "modules")):
             self._process.start()
         theirs.close()
         self._conn = ours
-        return announcement
+
+    def start(self) -> str:
+        """`reserve`, then `launch`: the announcement's path."""
+        self.launch()
+        return self.reserve()
 
     def close(self) -> None:
         """Stop it and wait for it; the helper is killed if it does not end in time."""

@@ -47,18 +47,24 @@ def sweep(output: str | os.PathLike | None = None, *, events: SweepEvents | None
 
 
 def run_request(request: SweepRequest, events: SweepEvents, rules: tuple = (), expected=None) -> SweepOutcome:
-    """The steps of a sweep, in order."""
+    """The steps of a sweep, in order; the executor starts before the selection, so that its
+    workers import torch and transformers while the parent discovers the model types."""
     plan = validate(request)
     _prepare(plan, events)
-    selected = select(plan, events)
-    info = resume.header(plan)
-    path = plan.outdir / RESULTS_FILE
-    resumed = plan.request.resume and path.exists()
-    already = resume.already_done(path, info, events) if resumed else set()
-    todo = [case for case in selected if case.model_type not in already]
-    if not resumed:  # a new run (or --overwrite): a new log; --resume appends to the old one
-        (plan.outdir / WORKER_LOG).unlink(missing_ok=True)
-    return _run(plan, todo, info, events, (rules, expected), append=resumed, selected=selected)
+    start = time.monotonic()
+    with execute.executor(plan, events) as executor:
+        selected = select(plan, events)
+        info = resume.header(plan)
+        path = plan.outdir / RESULTS_FILE
+        resumed = plan.request.resume and path.exists()
+        already = resume.already_done(path, info, events) if resumed else set()
+        todo = [case for case in selected if case.model_type not in already]
+        if not resumed:  # a new run (or --overwrite): a new log; --resume appends to the old one
+            (plan.outdir / WORKER_LOG).unlink(missing_ok=True)
+        tables = Tables(plan.outdir)
+        done, stopped = write_rows(executor, todo, path, info, tables, plan, events, append=resumed,
+                                   selected=selected)
+    return _finish(plan, tables, (done, len(todo), stopped), time.monotonic() - start, (rules, expected))
 
 
 def _prepare(plan: SweepPlan, events: SweepEvents) -> None:
@@ -74,30 +80,26 @@ def _prepare(plan: SweepPlan, events: SweepEvents) -> None:
                     f"{Path(orphans[0]).parent} by auditor processes that were killed.")
 
 
-def _run(plan: SweepPlan, todo: list, info, events: SweepEvents, gating: tuple, *, append: bool,
-         selected: list) -> SweepOutcome:
-    """Execute and write, then the tables and the gate; RunStopped or RunInterrupted, with every
-    finished row kept, when the run did not finish."""
-    start = time.monotonic()
+def _finish(plan: SweepPlan, tables: Tables, progress: tuple[int, int, str], seconds: float,
+            gating: tuple) -> SweepOutcome:
+    """The tables and the gate, once the executor is closed; RunStopped or RunInterrupted, with
+    every finished row kept, when the run did not finish (`progress`: done, to do, why stopped)."""
+    done, total, stopped = progress
     path = plan.outdir / RESULTS_FILE
-    tables = Tables(plan.outdir)
-    with execute.executor(plan, events) as executor:
-        done, stopped = write_rows(executor, todo, path, info, tables, plan, events, append=append,
-                                   selected=selected)
     run, files = None, ()
     try:
         run, files = tables.finish()
         files += tuple(extra_files(run, plan.request.junit, plan.request.markdown))
     except OSError as exc:
         stopped = stopped or f"cannot write the tables and report in {plan.outdir}: {exc.strerror or exc}"
-    kept = dict(results_path=path, done=done, total=len(todo), run=run,
+    kept = dict(results_path=path, done=done, total=total, run=run,
                 resume_command=command_line(plan.request, plan.outdir, resume=True))
     if stopped == INTERRUPTED:
-        raise RunInterrupted(f"interrupted: {done} of {len(todo)} model types finished", **kept)
+        raise RunInterrupted(f"interrupted: {done} of {total} model types finished", **kept)
     if stopped:
         raise RunStopped(stopped, **kept)
-    return SweepOutcome(run=run, outdir=plan.outdir, files=files, done=done, total=len(todo),
-                        seconds=time.monotonic() - start, gate_hits=_gate(run, *gating))
+    return SweepOutcome(run=run, outdir=plan.outdir, files=files, done=done, total=total,
+                        seconds=seconds, gate_hits=_gate(run, *gating))
 
 
 def _gate(run, rules: tuple, expected) -> tuple:

@@ -23,8 +23,13 @@ def test_import_error_is_missing_dependency():
     assert message.startswith("ImportError: FooModel requires")
 
 
-def test_offline_hub_error_is_needs_hub():
+def test_offline_hub_error_is_needs_hub(monkeypatch):
+    import huggingface_hub.constants
     from huggingface_hub import hf_hub_download
+
+    # Offline, as the sweep's workers run (HF_HUB_OFFLINE=1): the test process may not be, and
+    # online the same call waits for the hub's connection timeouts where it cannot be reached.
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
 
     with pytest.raises(Exception) as info:
         hf_hub_download("auditor-test/not-a-repo", "config.json")

@@ -168,9 +168,11 @@ def test_resume_rejects_another_format_version(refusals):
 
 
 def test_resume_runs_only_what_is_missing(tmp_path):
-    first = run_auditor("sweep", "--models", "bert,gpt2", "--jobs", "1", "-o", str(tmp_path))
+    # build,decorate: resuming is the same for every check, and these need no Ray cluster.
+    checks = ("--checks", "build,decorate")
+    first = run_auditor("sweep", "--models", "bert,gpt2", *checks, "--jobs", "1", "-o", str(tmp_path))
     assert first.returncode == 0, first.stderr
-    again = run_auditor("sweep", "--models", "bert,gpt2,t5", "--jobs", "1", "--resume", "-o", str(tmp_path))
+    again = run_auditor("sweep", "--models", "bert,gpt2,t5", *checks, "--jobs", "1", "--resume", "-o", str(tmp_path))
     assert again.returncode == 0, again.stderr
     assert "2 model types already done" in again.stderr
     text = (tmp_path / "results.jsonl").read_text()
@@ -198,7 +200,9 @@ def test_ctrl_c_keeps_finished_rows_and_says_how_to_resume(tmp_path):
     assert not [w for w in workers if w.is_running() and w.status() != psutil.STATUS_ZOMBIE]
 
 
-ISOLATION_TYPES = ["llava", "gpt2", "qwen2_vl", "t5", "whisper", "bert", "mixtral", "auditor_fine"]
+# One of each family that leaves something behind in a worker: multimodal, decoder, encoder-decoder,
+# encoder, MoE, a plugin's registration.
+ISOLATION_TYPES = ["llava", "gpt2", "t5", "bert", "mixtral", "auditor_fine"]
 
 
 def _comparable(out):
@@ -208,7 +212,7 @@ def _comparable(out):
 
 def test_rows_do_not_depend_on_what_ran_before_in_the_worker(tmp_path):
     # The two sweeps run at the same time: every type after another in one worker, and every type
-    # in a fresh worker of its own. The second starts eight workers, so it gets two at a time
+    # in a fresh worker of its own. The second starts six workers, so it gets two at a time
     # (which types meet in a worker is what matters, not how many workers there are).
     common = ["sweep", "--plugin", TROUBLEMAKERS, "--models", ",".join(ISOLATION_TYPES)]
     together, alone = run_auditors([[*common, "--jobs", "1", "-o", str(tmp_path / "together")],
