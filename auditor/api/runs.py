@@ -70,11 +70,15 @@ def verdicts(runs: Sequence[PathLike | Run]):
     return serve_verdicts(read_runs(runs))
 
 
-def write_report(runs: Sequence[PathLike | Run], outdir: PathLike) -> list[Path]:
-    """report.html, results.csv, matrix.csv and summary.md of the runs, merged, in `outdir`."""
+def write_report(runs: Sequence[PathLike | Run], outdir: PathLike, expected=None) -> list[Path]:
+    """report.html, results.csv, matrix.csv and summary.md of the runs, merged, in `outdir`.
+    `expected`: an expected baseline (or its file); report.html and summary.md show the failures
+    it lists as expected; the CSV tables keep the rows as they are."""
+    from functools import partial
+
     from auditor.report import write_report as write
 
-    return _writing(write, read_runs(runs), outdir)
+    return _writing(partial(write, expected=read_baseline(expected)), read_runs(runs), outdir)
 
 
 def write_diff(difference, outdir: PathLike) -> list[Path]:
@@ -84,11 +88,12 @@ def write_diff(difference, outdir: PathLike) -> list[Path]:
     return _writing(write, difference, outdir)
 
 
-def render_summary(runs: Sequence[PathLike | Run]) -> str:
-    """The Markdown summary (for a pull request or $GITHUB_STEP_SUMMARY), under 65,536 characters."""
+def render_summary(runs: Sequence[PathLike | Run], expected=None) -> str:
+    """The Markdown summary (for a pull request or $GITHUB_STEP_SUMMARY), under 65,536 characters.
+    `expected`: an expected baseline (or its file), whose listed failures it counts as expected."""
     from auditor.report.markdown import render_summary as render
 
-    return render(read_runs(runs))
+    return render(read_runs(runs), expected=read_baseline(expected))
 
 
 def render_junit(runs_or_diff) -> str:

@@ -80,14 +80,15 @@ def _run(plan: SweepPlan, todo: list, info, events: SweepEvents, gating: tuple, 
     finished row kept, when the run did not finish."""
     start = time.monotonic()
     path = plan.outdir / RESULTS_FILE
-    tables = Tables(plan.outdir)
+    rules, expected = gating
+    tables = Tables(plan.outdir, expected)
     with execute.executor(plan, events) as executor:
         done, stopped = write_rows(executor, todo, path, info, tables, plan, events, append=append,
                                    selected=selected)
     run, files = None, ()
     try:
         run, files = tables.finish()
-        files += tuple(extra_files(run, plan.request.junit, plan.request.markdown))
+        files += tuple(extra_files(run, plan.request.junit, plan.request.markdown, expected))
     except OSError as exc:
         stopped = stopped or f"cannot write the tables and report in {plan.outdir}: {exc.strerror or exc}"
     kept = dict(results_path=path, done=done, total=len(todo), run=run,
@@ -97,7 +98,7 @@ def _run(plan: SweepPlan, todo: list, info, events: SweepEvents, gating: tuple, 
     if stopped:
         raise RunStopped(stopped, **kept)
     return SweepOutcome(run=run, outdir=plan.outdir, files=files, done=done, total=len(todo),
-                        seconds=time.monotonic() - start, gate_hits=_gate(run, *gating))
+                        seconds=time.monotonic() - start, gate_hits=_gate(run, rules, expected))
 
 
 def _gate(run, rules: tuple, expected) -> tuple:
