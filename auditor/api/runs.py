@@ -96,15 +96,16 @@ def render_summary(runs: Sequence[PathLike | Run], expected=None) -> str:
     return render(read_runs(runs), expected=read_baseline(expected))
 
 
-def render_junit(runs_or_diff) -> str:
-    """JUnit XML: of runs (one testcase per cell), or of a `RunDiff` (the regressions fail)."""
+def render_junit(runs_or_diff, expected=None) -> str:
+    """JUnit XML: of runs (one testcase per cell; the failures the expected baseline `expected`, or
+    its file, lists are skipped as expected), or of a `RunDiff` (the regressions fail)."""
     from auditor.report.diff import RunDiff
     from auditor.report.junit import render_diff_junit
     from auditor.report.junit import render_junit as render
 
     if isinstance(runs_or_diff, RunDiff):
         return render_diff_junit(runs_or_diff)
-    return render(read_runs(runs_or_diff))
+    return render(read_runs(runs_or_diff), read_baseline(expected))
 
 
 def gate(runs: Sequence[PathLike | Run], fail_on: Iterable[str], expected=None):

@@ -37,7 +37,7 @@ def add_parser(subparsers) -> None:
                    help="exit 1 when any cell has one of these statuses (as for `auditor sweep`)")
     p.add_argument("--expected", type=Path, metavar="FILE",
                    help="an expected baseline (`auditor baseline`): --fail-on never matches the failures it lists, "
-                        "and report.html and summary.md show them as expected (the CSV tables do not change)")
+                        "and report.html, summary.md and the JUnit XML show them as expected (the CSV tables do not change)")
     p.set_defaults(handler=run_report)
 
 
@@ -63,7 +63,7 @@ def run_report(args: argparse.Namespace) -> int:
     for path in _write(lambda: api.write_report(runs, outdir, expected), outdir):
         print(path)
     if args.junit is not None:
-        print(_write(lambda: write_text(args.junit, api.render_junit(runs)), args.junit))
+        print(_write(lambda: write_text(args.junit, api.render_junit(runs, expected)), args.junit))
     if args.markdown == "-":
         sys.stdout.write(api.render_summary(runs, expected))
     elif args.markdown is not None:

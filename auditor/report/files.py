@@ -46,9 +46,9 @@ def write_text(path: Path, text: str) -> Path:
     return _write({path.name: text}, path.parent)[0]
 
 
-def write_junit(runs: Sequence[Run], path: Path) -> Path:
+def write_junit(runs: Sequence[Run], path: Path, expected: Baseline | None = None) -> Path:
     """The JUnit XML of `runs` (one testcase per cell) at `path`."""
-    return write_text(path, render_junit(runs))
+    return write_text(path, render_junit(runs, expected))
 
 
 def write_diff_junit(diff: RunDiff, path: Path) -> Path:

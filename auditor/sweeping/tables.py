@@ -55,7 +55,7 @@ def extra_files(run: Run, junit: Path | None, markdown: Path | None, expected=No
 
     paths = []
     if junit is not None:
-        paths.append(write_junit([run], junit))
+        paths.append(write_junit([run], junit, expected))
     if markdown is not None:
         paths.append(write_summary([run], markdown, expected))
     return paths

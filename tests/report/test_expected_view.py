@@ -1,6 +1,7 @@
 """`--expected` relabels the reports people read, never the data: report.html, summary.md and a
 sweep's end summary show a failure the expected baseline lists as `expected`, its own status
-still visible; results.csv, matrix.csv and serve.csv are the rows as they are.
+still visible, and the JUnit XML skips it as expected; results.csv, matrix.csv and serve.csv are
+the rows as they are.
 
 On the session's real sweeps of tests/plugins/flaky_models.py (`flaky_sweeps`, tests/conftest.py):
 the second night fails auditor_flaky_always only, so `auditor baseline` of it lists that cell; the
@@ -9,13 +10,17 @@ third night fails it and auditor_flaky_flip (oom both), and was swept with `--ex
 from __future__ import annotations
 
 import re
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
 
 from auditor.cli import main
+from auditor.core.outcome import Outcome
 from auditor.report.files import REPORT_FILES
+from auditor.report.matrix import Cell
 from tests.conftest import FLAKY_BASELINE, NIGHTS
+from tests.report.helpers import result
 
 FLIP, ALWAYS, FINE = "auditor_flaky_flip", "auditor_flaky_always", "auditor_flaky_fine"
 RAW = ("results.csv", "matrix.csv", "serve.csv")
@@ -33,7 +38,7 @@ def reports(flaky_sweeps, tmp_path_factory) -> dict[str, Path]:
     out = {"baseline": baseline}
     for name, extra in (("with", ["--expected", str(baseline)]), ("without", []), ("empty", ["--expected", str(empty)])):
         out[name] = tmp / name
-        assert main(["report", str(third), "-o", str(out[name]), *extra]) == 0
+        assert main(["report", str(third), "-o", str(out[name]), "--junit", str(out[name] / "junit.xml"), *extra]) == 0
     return out
 
 
@@ -83,9 +88,19 @@ def test_the_tables_are_the_rows_and_an_empty_baseline_changes_no_report(reports
     for name in RAW:
         assert (reports["with"] / name).read_bytes() == (reports["without"] / name).read_bytes(), name
     assert "expected" not in (reports["with"] / "results.csv").read_text()
-    for name in REPORT_FILES:
+    for name in (*REPORT_FILES, "junit.xml"):
         assert (reports["empty"] / name).read_bytes() == (reports["without"] / name).read_bytes(), name
     assert (reports["with"] / "report.html").read_bytes() != (reports["without"] / "report.html").read_bytes()
+
+
+def test_junit_skips_the_expected_cell_and_still_fails_the_finding(reports):
+    cases = ET.parse(reports["with"] / "junit.xml").getroot().iter("testcase")
+    children = {case.get("classname"): [(c.tag, c.get("message", "")) for c in case] for case in cases}
+    assert children[FINE] == [] and [tag for tag, _ in children[FLIP]] == ["failure"]
+    [(tag, message)] = children[ALWAYS]
+    assert tag == "skipped" and message.startswith(f"expected (baseline {reports['baseline']}): oom: MemoryError")
+    without = ET.parse(reports["without"] / "junit.xml").getroot()
+    assert [c.tag for case in without.iter("testcase") if case.get("classname") == ALWAYS for c in case] == ["failure"]
 
 
 def test_a_sweep_with_expected_says_so_in_its_end_summary_and_reports(flaky_sweeps):
@@ -112,3 +127,17 @@ def test_the_expected_legend_entry_filters_and_colours_in_chromium(reports, page
     page.uncheck('input.status-filter[value="expected"]')
     shown = page.eval_on_selector_all("#matrix tbody tr:not([hidden])", "rows => rows.map(r => r.dataset.model)")
     assert ALWAYS not in shown and FLIP in shown
+
+
+def test_only_a_finding_the_baseline_lists_is_relabelled():
+    """Written rows, not a sweep: the rule's order is what is tested. A failure by design or a
+    flaky one that a baseline also lists stays what it was, under its own status."""
+    by_design, finding, unlisted = (result("t", "error", signature="E") for _ in range(3))
+    by_design.extras["expected"] = True
+    rerun = result("t", "build")
+    rerun.extras["rerun"] = 1
+    cells = {"by design": Cell((by_design,), listed=True), "finding": Cell((finding,), listed=True),
+             "flaky": Cell((result("t", "oom"), rerun), listed=True), "not listed": Cell((unlisted,))}
+    assert {name: (c.outcome, c.by_baseline, str(c.shown)) for name, c in cells.items()} == {
+        "by design": (Outcome.EXPECTED, False, "error"), "finding": (Outcome.EXPECTED, True, "expected"),
+        "flaky": (Outcome.FLAKY, False, "oom"), "not listed": (Outcome.FINDING, False, "error")}
