@@ -64,6 +64,9 @@ FLAKY_MODELS = str(PLUGINS / "flaky_models.py")
 FLAKY_TYPES = ("auditor_flaky_always", "auditor_flaky_fine", "auditor_flaky_flip")
 # Three nights of the nightly history: auditor_flaky_flip's build count before each (even: it fails).
 NIGHTS = {"2026-11-01": 0, "2026-11-02": 1, "2026-11-03": 2}
+# The last night's sweep takes this expected baseline (auditor_flaky_always's oom, any signature):
+# its reports and end summary show that failure as expected; its rows are the same as without.
+FLAKY_BASELINE = ROOT / "tests" / "fixtures" / "flaky-baseline.csv"
 
 
 @pytest.fixture(scope="session")
@@ -75,10 +78,14 @@ def flaky_sweeps(tmp_path_factory) -> dict[str, tuple[Path, subprocess.Completed
     * "reruns": the default --reruns 1 (the flipping type fails, then passes on its rerun);
     * each night of NIGHTS: --reruns 0, its counter started at the night's count, so the flipping
       type fails, builds, fails: the nights one after another, run at once. Their run directories
-      are history/<night>/."""
+      are history/<night>/. The last one also has `--expected FLAKY_BASELINE` (what it changes is
+      tested in tests/report/test_expected_view.py; the results are the same)."""
     tmp = tmp_path_factory.mktemp("flaky")
     plans = {"reruns": (tmp / "reruns", 0, ())}
-    plans.update({night: (tmp / "history" / night, count, ("--reruns", "0")) for night, count in NIGHTS.items()})
+    last = list(NIGHTS)[-1]
+    plans.update({night: (tmp / "history" / night, count,
+                          ("--reruns", "0", *(("--expected", str(FLAKY_BASELINE)) if night == last else ())))
+                  for night, count in NIGHTS.items()})
 
     def sweep(name: str) -> subprocess.CompletedProcess:
         outdir, count, extra = plans[name]

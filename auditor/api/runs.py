@@ -70,11 +70,15 @@ def verdicts(runs: Sequence[PathLike | Run]):
     return serve_verdicts(read_runs(runs))
 
 
-def write_report(runs: Sequence[PathLike | Run], outdir: PathLike) -> list[Path]:
-    """report.html, results.csv, matrix.csv and summary.md of the runs, merged, in `outdir`."""
+def write_report(runs: Sequence[PathLike | Run], outdir: PathLike, expected=None) -> list[Path]:
+    """report.html, results.csv, matrix.csv and summary.md of the runs, merged, in `outdir`.
+    `expected`: an expected baseline (or its file); report.html and summary.md show the failures
+    it lists as expected; the CSV tables keep the rows as they are."""
+    from functools import partial
+
     from auditor.report import write_report as write
 
-    return _writing(write, read_runs(runs), outdir)
+    return _writing(partial(write, expected=read_baseline(expected)), read_runs(runs), outdir)
 
 
 def write_diff(difference, outdir: PathLike) -> list[Path]:
@@ -84,22 +88,24 @@ def write_diff(difference, outdir: PathLike) -> list[Path]:
     return _writing(write, difference, outdir)
 
 
-def render_summary(runs: Sequence[PathLike | Run]) -> str:
-    """The Markdown summary (for a pull request or $GITHUB_STEP_SUMMARY), under 65,536 characters."""
+def render_summary(runs: Sequence[PathLike | Run], expected=None) -> str:
+    """The Markdown summary (for a pull request or $GITHUB_STEP_SUMMARY), under 65,536 characters.
+    `expected`: an expected baseline (or its file), whose listed failures it counts as expected."""
     from auditor.report.markdown import render_summary as render
 
-    return render(read_runs(runs))
+    return render(read_runs(runs), expected=read_baseline(expected))
 
 
-def render_junit(runs_or_diff) -> str:
-    """JUnit XML: of runs (one testcase per cell), or of a `RunDiff` (the regressions fail)."""
+def render_junit(runs_or_diff, expected=None) -> str:
+    """JUnit XML: of runs (one testcase per cell; the failures the expected baseline `expected`, or
+    its file, lists are skipped as expected), or of a `RunDiff` (the regressions fail)."""
     from auditor.report.diff import RunDiff
     from auditor.report.junit import render_diff_junit
     from auditor.report.junit import render_junit as render
 
     if isinstance(runs_or_diff, RunDiff):
         return render_diff_junit(runs_or_diff)
-    return render(read_runs(runs_or_diff))
+    return render(read_runs(runs_or_diff), read_baseline(expected))
 
 
 def gate(runs: Sequence[PathLike | Run], fail_on: Iterable[str], expected=None):

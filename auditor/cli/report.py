@@ -36,7 +36,8 @@ def add_parser(subparsers) -> None:
     p.add_argument("--fail-on", action="append", default=[], metavar="[COLUMN_GLOB=]STATUS,...",
                    help="exit 1 when any cell has one of these statuses (as for `auditor sweep`)")
     p.add_argument("--expected", type=Path, metavar="FILE",
-                   help="an expected baseline (`auditor baseline`): --fail-on never matches the failures it lists")
+                   help="an expected baseline (`auditor baseline`): --fail-on never matches the failures it lists, "
+                        "and report.html, summary.md and the JUnit XML show them as expected (the CSV tables do not change)")
     p.set_defaults(handler=run_report)
 
 
@@ -59,15 +60,15 @@ def run_report(args: argparse.Namespace) -> int:
 
     from auditor.report.files import write_text
 
-    for path in _write(lambda: api.write_report(runs, outdir), outdir):
+    for path in _write(lambda: api.write_report(runs, outdir, expected), outdir):
         print(path)
     if args.junit is not None:
-        print(_write(lambda: write_text(args.junit, api.render_junit(runs)), args.junit))
+        print(_write(lambda: write_text(args.junit, api.render_junit(runs, expected)), args.junit))
     if args.markdown == "-":
-        sys.stdout.write(api.render_summary(runs))
+        sys.stdout.write(api.render_summary(runs, expected))
     elif args.markdown is not None:
         target = Path(args.markdown)
-        print(_write(lambda: write_text(target, api.render_summary(runs)), target))
+        print(_write(lambda: write_text(target, api.render_summary(runs, expected)), target))
     hits = api.gate(runs, args.fail_on, expected) if rules else ()
     if hits:
         print(f"auditor: {describe_hits(hits)}", file=sys.stderr)

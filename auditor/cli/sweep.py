@@ -55,7 +55,7 @@ def run_sweep(args: argparse.Namespace) -> int:
     _print_verdicts(outcome.run)
     print(f"Done: {outcome.done} model type{'s' if outcome.done != 1 else ''} in {events.elapsed():.0f} s."
           if outcome.total else "Done: nothing to do.", file=sys.stderr)
-    _print_findings(outcome.run)
+    _print_findings(outcome.run, expected)
     print(f"Results in {outcome.outdir}/ ({', '.join(REPORT_FILES)})", file=sys.stderr)
     for extra in outcome.files[len(REPORT_FILES):]:
         print(f"Wrote {extra}", file=sys.stderr)
@@ -95,13 +95,13 @@ class _PrintedEvents(SweepEvents):
         return self.progress.elapsed() if self.progress is not None else 0.0
 
 
-def _print_findings(run) -> None:
+def _print_findings(run, expected) -> None:
     """What the whole run found, per column: the lines that head report.html (from the run the
-    tables were just made of, not read again)."""
-    from auditor.report.matrix import build_matrix
+    tables were just made of, not read again), the failures the expected baseline lists apart."""
+    from auditor.report.baseline import expected_matrix
     from auditor.report.summary import findings
 
-    for finding in findings(build_matrix([run])):
+    for finding in findings(expected_matrix([run], expected)):
         print(f"  {finding.text()}", file=sys.stderr)
 
 

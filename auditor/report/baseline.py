@@ -45,6 +45,7 @@ class Expectation:
 @dataclass(frozen=True)
 class Baseline:
     entries: tuple[Expectation, ...] = ()
+    source: str = field(default="", compare=False)  # its file, as given: reports name it
     _by_cell: dict[tuple[str, str], Expectation] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -101,16 +102,20 @@ def read_baseline(path) -> Baseline | None:
     if path is None or isinstance(path, Baseline):
         return path
     try:
-        return parse_baseline(Path(path).read_text(encoding="utf-8"), str(path))
+        parsed = parse_baseline(Path(path).read_text(encoding="utf-8"), str(path))
     except OSError as exc:
         raise InputError(f"cannot read the expected baseline {path}: {exc.strerror or exc}") from None
     except (BaselineError, UnicodeDecodeError) as exc:
         raise InputError(str(exc)) from None
+    return Baseline(parsed.entries, str(path))
 
 
 def expected_matrix(runs: Sequence[Run], baseline: Baseline | None) -> Matrix:
-    """The matrix of the runs, with the failures the baseline lists `expected`."""
-    return build_matrix(runs, listed=None if baseline is None else baseline.lists)
+    """The matrix of the runs, with the failures the baseline lists `expected`: what every report
+    of `--expected` renders (the rows themselves are not changed)."""
+    if baseline is None:
+        return build_matrix(runs)
+    return build_matrix(runs, listed=baseline.lists, baseline=baseline.source)
 
 
 def fixed(baseline: Baseline, matrix: Matrix) -> tuple[Expectation, ...]:

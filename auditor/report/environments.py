@@ -68,7 +68,7 @@ def side_by_side(matrix: Matrix) -> tuple[SideBySide, ...]:
     """One row per column: its status counts in each environment."""
     by_key: dict[tuple[str, str], list[str]] = {}
     for _, col, cell in matrix.cells():
-        by_key.setdefault((col.environment, col.column), []).append(cell.status)
+        by_key.setdefault((col.environment, col.column), []).append(cell.shown)
     names = list(dict.fromkeys(col.column for col in matrix.columns))
     rows = []
     for name in sorted(names, key=column_order):

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from auditor.core.results import Run
+from auditor.report.baseline import Baseline
 from auditor.report.diff import RunDiff
 from auditor.report.diff_render import render_diff_html, render_diff_markdown
 from auditor.report.junit import render_diff_junit, render_junit
@@ -21,20 +22,22 @@ REPORT_FILES = ("report.html", "results.csv", "matrix.csv", "summary.md", "serve
 DIFF_FILES = ("diff.md", "diff.html")
 
 
-def report_texts(runs: Sequence[Run]) -> dict[str, str]:
-    """File name -> content of the report files."""
-    return dict(zip(REPORT_FILES, (render_report(runs), csv_text(long_frame(runs)), csv_text(matrix_frame(runs)),
-                                   render_summary(runs), csv_text(serve_frame(runs))), strict=True))
+def report_texts(runs: Sequence[Run], expected: Baseline | None = None) -> dict[str, str]:
+    """File name -> content of the report files. `expected` relabels the failures it lists in
+    report.html and summary.md only: the CSV tables are the rows as they are."""
+    return dict(zip(REPORT_FILES, (render_report(runs, expected=expected), csv_text(long_frame(runs)),
+                                   csv_text(matrix_frame(runs)), render_summary(runs, expected=expected),
+                                   csv_text(serve_frame(runs))), strict=True))
 
 
 def diff_texts(diff: RunDiff) -> dict[str, str]:
     return dict(zip(DIFF_FILES, (render_diff_markdown(diff), render_diff_html(diff)), strict=True))
 
 
-def write_report(runs: Sequence[Run], outdir: Path) -> list[Path]:
+def write_report(runs: Sequence[Run], outdir: Path, expected: Baseline | None = None) -> list[Path]:
     """Write report.html, results.csv, matrix.csv, summary.md and serve.csv of `runs` into `outdir`;
-    OSError propagates."""
-    return _write(report_texts(runs), Path(outdir))
+    OSError propagates. `expected`: an expected baseline (see report_texts)."""
+    return _write(report_texts(runs, expected), Path(outdir))
 
 
 def write_text(path: Path, text: str) -> Path:
@@ -43,9 +46,9 @@ def write_text(path: Path, text: str) -> Path:
     return _write({path.name: text}, path.parent)[0]
 
 
-def write_junit(runs: Sequence[Run], path: Path) -> Path:
+def write_junit(runs: Sequence[Run], path: Path, expected: Baseline | None = None) -> Path:
     """The JUnit XML of `runs` (one testcase per cell) at `path`."""
-    return write_text(path, render_junit(runs))
+    return write_text(path, render_junit(runs, expected))
 
 
 def write_diff_junit(diff: RunDiff, path: Path) -> Path:
@@ -53,9 +56,9 @@ def write_diff_junit(diff: RunDiff, path: Path) -> Path:
     return write_text(path, render_diff_junit(diff))
 
 
-def write_summary(runs: Sequence[Run], path: Path) -> Path:
+def write_summary(runs: Sequence[Run], path: Path, expected: Baseline | None = None) -> Path:
     """The Markdown summary of `runs` at `path`."""
-    return write_text(path, render_summary(runs))
+    return write_text(path, render_summary(runs, expected=expected))
 
 
 def write_diff(diff: RunDiff, outdir: Path) -> list[Path]:

@@ -3,8 +3,8 @@ Buildkite test analytics, GitLab, Jenkins): pure renderers, results in, text out
 
 For a sweep or a merged report, one `testsuite` per environment and one `testcase` per cell:
 classname the model type, name the column. `build` and `compiled` pass; `skipped` cells, flaky
-cells, and failures that are expected by design (the by-reference pickle of remote code), are `skipped`
-with their reason; every other status is a `failure` whose type is the status, whose message is
+cells, and failures that are expected by design (the by-reference pickle of remote code) or by an
+expected baseline (`--expected`), are `skipped` with their reason; every other status is a `failure` whose type is the status, whose message is
 the signature and whose text is the message. For a diff, the regressions are the failures
 (skipped when the allow list excuses them), and the fixes and changed failures pass with a note.
 
@@ -20,8 +20,10 @@ from collections.abc import Sequence
 
 from auditor.core.outcome import Outcome
 from auditor.core.results import Run
+from auditor.report.baseline import Baseline, expected_matrix
 from auditor.report.diff import CellChange, RunDiff
-from auditor.report.matrix import build_matrix, environment_infos
+from auditor.report.matrix import environment_infos
+from auditor.report.summary import expected_label
 
 TEXT_LIMIT = 8000  # characters of one message in the XML; the rest is cut with a note
 ATTRIBUTE_LIMIT = 500  # characters of a `message` attribute (reporters show it on one line)
@@ -37,9 +39,10 @@ def safe_text(text: str, limit: int = TEXT_LIMIT) -> str:
     return text
 
 
-def render_junit(runs: Sequence[Run]) -> str:
-    """The JUnit XML of one or more runs: the cells of their matrix (auditor.report.matrix)."""
-    matrix = build_matrix(runs)
+def render_junit(runs: Sequence[Run], expected: Baseline | None = None) -> str:
+    """The JUnit XML of one or more runs: the cells of their matrix (auditor.report.matrix), the
+    failures the expected baseline `expected` lists skipped as expected."""
+    matrix = expected_matrix(runs, expected)
     started = {env: info.started for env, info in environment_infos(runs).items()}
     root = ET.Element("testsuites", name="auditor")
     by_env: dict[str, list] = {env: [] for env in matrix.environments}
@@ -53,7 +56,8 @@ def render_junit(runs: Sequence[Run]) -> str:
             if outcome is Outcome.SKIPPED:
                 _child(case, "skipped", message or "skipped")
             elif outcome in (Outcome.EXPECTED, Outcome.FLAKY):
-                _child(case, "skipped", f"{outcome.label}: {cell.status}: {cell.signature or message}")
+                label = expected_label(matrix.baseline) if cell.by_baseline else outcome.label
+                _child(case, "skipped", f"{label}: {cell.status}: {cell.signature or message}")
             elif outcome is Outcome.FINDING:
                 _child(case, "failure", cell.signature or cell.status, text=message, type=cell.status.value)
     _totals(root)

@@ -21,12 +21,13 @@ from dataclasses import dataclass
 
 from auditor.core.outcome import Outcome, is_rerun
 from auditor.core.results import Run
+from auditor.report.baseline import Baseline, expected_matrix
 from auditor.report.breaks import break_groups
 from auditor.report.environments import differences, sentence
-from auditor.report.matrix import Matrix, build_matrix, column_order, environment_infos
+from auditor.report.matrix import Matrix, column_order, environment_infos
 from auditor.report.serve import headlines, verdicts
 from auditor.report.statuses import rank
-from auditor.report.summary import failure_groups
+from auditor.report.summary import expected_label, failure_groups
 
 LIMIT = 60_000  # characters; below GitHub's 65,536 with room for what a job appends
 NAMES = 3  # model types named in a table cell, when no more than this many have the status
@@ -42,9 +43,10 @@ class _Probe:
     policy: str  # "" for a column without a policy
 
 
-def render_summary(runs: Sequence[Run], *, limit: int = LIMIT) -> str:
-    """The Markdown summary of one or more runs (merged as the report merges them)."""
-    matrix = build_matrix(runs)
+def render_summary(runs: Sequence[Run], *, limit: int = LIMIT, expected: Baseline | None = None) -> str:
+    """The Markdown summary of one or more runs (merged as the report merges them). `expected`: an
+    expected baseline, whose listed failures are counted as `expected (baseline FILE)`."""
+    matrix = expected_matrix(runs, expected)
     policies = _policies(runs)
     probes = {col.column: _split(col.column, policies) for col in matrix.columns}
     cells = _cell_texts(matrix)
@@ -78,12 +80,14 @@ def _heading(runs: Sequence[Run], matrix: Matrix) -> list[str]:
         if differ:
             lines += ["", f"**The environments differ in {_esc(differ, 400)}**: a difference between "
                           "their cells may come from any of these."]
-    outcomes = [c.outcome for _, _, c in matrix.cells()]
-    failing = sum(1 for o in outcomes if o in _LISTED)
-    expected = outcomes.count(Outcome.EXPECTED)
+    cells = [c for _, _, c in matrix.cells()]
+    failing = sum(1 for c in cells if c.outcome in _LISTED)
+    relabelled = sum(1 for c in cells if c.by_baseline)
+    expected = sum(1 for c in cells if c.outcome is Outcome.EXPECTED) - relabelled
     lines.append("")
-    lines.append(f"{len(matrix.cells())} cells: {failing} failing" +
-                 (f", {expected} failing as expected" if expected else "") + _reruns(matrix))
+    lines.append(f"{len(cells)} cells: {failing} failing" +
+                 (f", {expected} failing as expected" if expected else "") +
+                 (f", {relabelled} {_esc(expected_label(matrix.baseline), 400)}" if relabelled else "") + _reruns(matrix))
     return lines
 
 
@@ -188,8 +192,8 @@ def _cell_texts(matrix: Matrix) -> dict:
     by_column: dict = {}
     for model_type, col, cell in matrix.cells():
         outcome = cell.outcome
-        label = f"{cell.status} ({outcome.label})" if outcome in (Outcome.EXPECTED, Outcome.FLAKY) \
-            else cell.status
+        label = f"{cell.status} (expected: baseline)" if cell.by_baseline \
+            else f"{cell.status} ({outcome.label})" if outcome in (Outcome.EXPECTED, Outcome.FLAKY) else cell.status
         by_column.setdefault(col, {}).setdefault((label, outcome is Outcome.PASS), []).append(model_type)
     texts = {}
     for col, statuses in by_column.items():
@@ -243,7 +247,7 @@ def _details(matrix: Matrix, budget: int) -> str:
         items.append(f"- **{where}** · {_esc(status)} ({len(types)}): {shown}{more}")
     if items:
         section(f"Failing model types per column ({sum(len(t) for t in failing.values())} cells)", items)
-    groups = failure_groups(matrix, limit=None)
+    groups = failure_groups(matrix, limit=None, by_baseline=False)  # the baseline's counted in the heading
     rows = [f"| {g.count} | {_esc(g.signature)} | {_esc(', '.join(g.statuses))} | "
             f"{_esc(', '.join(g.model_types[:5]))}{' ...' if len(g.model_types) > 5 else ''} |" for g in groups]
     if rows:
@@ -253,7 +257,7 @@ def _details(matrix: Matrix, budget: int) -> str:
 
 
 # The outcomes the summary lists as failing: the findings, and the skipped cells beside them
-# (under their own status); the expected failures are counted apart.
+# (under their own status); the expected failures (by design, or by a baseline) are counted apart.
 _LISTED = (Outcome.FINDING, Outcome.SKIPPED)
 
 

@@ -51,12 +51,16 @@ class Cell:
     listed: bool = False  # an expected baseline lists its failure (status and signature)
     result: Result = field(init=False)  # the deciding one
     outcome: Outcome = field(init=False)
+    by_baseline: bool = field(init=False)  # the baseline is what makes it `expected` (see `shown`)
 
     def __post_init__(self) -> None:
         # Derived once: reports read a cell's fields many times over.
         decided = deciding(self.results)
         object.__setattr__(self, "result", decided)
         object.__setattr__(self, "outcome", cell_outcome(self.results, expected=self.listed))
+        # The outcome rule asked twice, with and without the baseline: where they differ, the
+        # baseline relabelled the cell (a failure by design, or a flaky one, stays what it was).
+        object.__setattr__(self, "by_baseline", self.listed and self.outcome is not cell_outcome(self.results))
 
     @property
     def status(self) -> Status:
@@ -79,6 +83,12 @@ class Cell:
         """Whether the cell fails by design (its outcome is `expected`)."""
         return self.outcome is Outcome.EXPECTED
 
+    @property
+    def shown(self) -> Status | str:
+        """The status a report shows for the cell: its own, or `expected` where an expected
+        baseline relabelled it (a view: the row keeps its status, and the report its title)."""
+        return Outcome.EXPECTED.value if self.by_baseline else self.result.status
+
 
 @dataclass(frozen=True)
 class Row:
@@ -94,6 +104,7 @@ class Row:
 class Matrix:
     groups: tuple[Group, ...]
     rows: tuple[Row, ...]
+    baseline: str | None = None  # the expected baseline's file ("" unnamed); None: built without one
 
     @cached_property  # the page asks for it once per cell
     def columns(self) -> tuple[Column, ...]:
@@ -148,9 +159,10 @@ def run_cells(run: Run) -> dict[tuple[str, str], Result]:
     return {(model_type, column): r for (_, model_type, column), r in cell_results([run]).items()}
 
 
-def build_matrix(runs: Sequence[Run], listed: Callable[[str, str, str, str], bool] | None = None) -> Matrix:
+def build_matrix(runs: Sequence[Run], listed: Callable[[str, str, str, str], bool] | None = None,
+                 baseline: str | None = None) -> Matrix:
     """`listed(model_type, column, status, signature)`: whether an expected baseline lists a
-    cell's failure (auditor.report.baseline), which makes it `expected`."""
+    cell's failure (auditor.report.baseline), which makes it `expected`; `baseline`: its name."""
     found = cell_claims(runs)
     environments = list(dict.fromkeys(run.info.environment for run in runs))
     groups = tuple(
@@ -169,7 +181,7 @@ def build_matrix(runs: Sequence[Run], listed: Callable[[str, str, str, str], boo
             disagree = claims is not None and len(statuses_by_column[(model_type, col.column)]) > 1
             cells.append(None if claims is None else Cell(tuple(claims), disagree, _listed(listed, claims[0])))
         rows.append(Row(model_type, tuple(cells)))
-    return Matrix(groups=groups, rows=tuple(rows))
+    return Matrix(groups=groups, rows=tuple(rows), baseline=baseline)
 
 
 def _listed(listed, first: Result) -> bool:

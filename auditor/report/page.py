@@ -8,10 +8,11 @@ from dataclasses import dataclass
 from auditor.core.outcome import Outcome
 from auditor.core.results import Run, RunInfo
 from auditor.report import templating
+from auditor.report.baseline import Baseline, expected_matrix
 from auditor.report.breaks import break_groups
 from auditor.report.charts import horizontal_bars
 from auditor.report.environments import differences, group_labels, sentence, side_by_side
-from auditor.report.matrix import build_matrix, run_name
+from auditor.report.matrix import run_name
 from auditor.report.ranges import release_ranges
 from auditor.report.serve import headlines, unreachable, verdicts
 from auditor.report.shards import shard_coverage
@@ -21,6 +22,7 @@ from auditor.report.summary import (
     column_summaries,
     counted_apart,
     environment_counts,
+    expected_label,
     failure_groups,
     findings,
 )
@@ -43,11 +45,13 @@ def run_view(run: Run) -> RunView:
     return RunView(name=run_name(run), info=run.info, results=len(run.results))
 
 
-def render_report(runs: Sequence[Run], title: str = "Model sweep report") -> str:
-    matrix = build_matrix(runs)
+def render_report(runs: Sequence[Run], title: str = "Model sweep report", expected: Baseline | None = None) -> str:
+    """`expected`: an expected baseline; the failures it lists show as `expected`, their own
+    status in the cell's title (a view: the rows are what they are)."""
+    matrix = expected_matrix(runs, expected)
     cells = matrix.cells()
     differ = differences(runs)
-    present = legend(c.status for _, _, c in cells)
+    present = legend(c.shown for _, _, c in cells)
     # The table of failures lists findings only; skipped and expected cells are counted apart.
     all_failures = failure_groups(matrix, limit=None, outcomes=frozenset({Outcome.FINDING}))
     messages = _message_ids(cells)
@@ -64,7 +68,8 @@ def render_report(runs: Sequence[Run], title: str = "Model sweep report") -> str
         legend=present,
         styles={s.name: s for s in present},
         legend_index={s.name: i for i, s in enumerate(present)},
-        status_totals=dict(Counts.of(c.status for _, _, c in cells).items),
+        status_totals=dict(Counts.of(c.shown for _, _, c in cells).items),
+        relabel=expected_label(matrix.baseline),
         summaries=column_summaries(matrix),
         pass_ranges=_pass_ranges(runs),
         side_by_side=side_by_side(matrix) if len(matrix.groups) > 1 else (),

@@ -65,10 +65,19 @@ _LOOKS: dict[Status, tuple[str, str]] = {
 }
 _KNOWN = tuple(StatusStyle(status.value, color, short, status.description) for status, (color, short) in _LOOKS.items())
 STYLES: dict[str, StatusStyle] = {s.name: s for s in _KNOWN}
-_RANK = {name: i for i, name in enumerate(STYLES)}
+# Not a status: the label a report shows, with `--expected`, for a failure the expected baseline
+# lists (Cell.shown); the failure's own status stays in the cell's title. The grey of the history
+# page's expected marks; it sorts just before `skipped`, the other cells that are not findings.
+EXPECTED = StatusStyle("expected", "#aab3bf", "expected",
+                       "a failure the expected baseline (--expected) lists: its own status is in the cell's title")
+_ORDER = list(STYLES)
+_ORDER.insert(_ORDER.index(Status.SKIPPED.value), EXPECTED.name)
+_RANK = {name: i for i, name in enumerate(_ORDER)}
 
 
 def style(status: str) -> StatusStyle:
+    if status == EXPECTED.name:
+        return EXPECTED
     known = STYLES.get(status)
     if known is not None:
         return known

@@ -1,4 +1,9 @@
-"""Counting a matrix: status counts per column and per environment, and the common failures."""
+"""Counting a matrix: status counts per column and per environment, and the common failures.
+
+A matrix built with an expected baseline (auditor.report.baseline.expected_matrix) counts the
+failures the baseline relabelled under `expected` (Cell.shown), apart from the other failures and
+from the failures by design: `N expected (baseline FILE)`.
+"""
 
 from __future__ import annotations
 
@@ -63,7 +68,9 @@ class Finding:
     total: int
     passed: int
     failures: tuple[tuple[str, int, tuple[str, ...]], ...]  # (status, count, model types), most first
-    expected: int = 0
+    expected: int = 0  # failing by design
+    baseline: int = 0  # failures the expected baseline lists
+    baseline_name: str = ""
 
     def text(self, names: int = 3) -> str:
         """`decorate/decoder/legacy: 345/622 pass · refused 1 (t5gemma2) · error 35`."""
@@ -73,6 +80,8 @@ class Finding:
             parts.append(f"{status} {count}{shown}")
         if self.expected:
             parts.append(f"{self.expected} failing as expected by design")
+        if self.baseline:
+            parts.append(f"{self.baseline} {expected_label(self.baseline_name)}")
         return f"{self.column}: " + " · ".join(parts)
 
 
@@ -85,20 +94,34 @@ def findings(matrix: Matrix) -> tuple[Finding, ...]:
     found = []
     for col in matrix.columns:
         cells = by_column.get((col.environment, col.column), [])
-        outcomes = [(model_type, c, c.outcome) for model_type, c in cells]
+        outcomes = [(model_type, c, _apart(c)) for model_type, c in cells]
         failing: dict[str, list[str]] = {}
         for model_type, c, o in outcomes:
-            if o not in (Outcome.PASS, Outcome.EXPECTED):  # a flaky cell apart from the confirmed ones
+            if o not in (Outcome.PASS, Outcome.EXPECTED, _BASELINE):  # a flaky cell apart from the confirmed ones
                 failing.setdefault(f"{c.status} (flaky)" if o is Outcome.FLAKY else c.status, []).append(model_type)
         ordered = sorted(failing.items(), key=lambda kv: (-len(kv[1]), rank(kv[0])))
         found.append(Finding(col.environment, col.column, len(cells), _count(outcomes, Outcome.PASS),
                              tuple((s, len(m), tuple(sorted(m))) for s, m in ordered),
-                             _count(outcomes, Outcome.EXPECTED)))
+                             _count(outcomes, Outcome.EXPECTED), _count(outcomes, _BASELINE), matrix.baseline or ""))
     return tuple(found)
 
 
-def _count(outcomes, which: Outcome) -> int:
+def _count(outcomes, which) -> int:
     return sum(1 for *_, o in outcomes if o is which)
+
+
+# A cell the expected baseline relabelled, counted apart from the failures by design.
+_BASELINE = "baseline"
+
+
+def _apart(cell: Cell) -> Outcome | str:
+    """The cell's outcome, or _BASELINE where the expected baseline is what made it `expected`."""
+    return _BASELINE if cell.by_baseline else cell.outcome
+
+
+def expected_label(baseline: str | None) -> str:
+    """How reports name the failures an expected baseline lists: `expected (baseline FILE)`."""
+    return f"expected (baseline {baseline})" if baseline else "expected (baseline)"
 
 
 def column_summaries(matrix: Matrix) -> tuple[ColumnSummary, ...]:
@@ -106,28 +129,29 @@ def column_summaries(matrix: Matrix) -> tuple[ColumnSummary, ...]:
     for _, col, cell in matrix.cells():
         by_column.setdefault(col, []).append(cell)
     return tuple(
-        ColumnSummary(col.environment, col.column, Counts.of(c.status for c in by_column.get(col, ())),
-                      sum(1 for c in by_column.get(col, ()) if c.outcome is Outcome.EXPECTED))
+        ColumnSummary(col.environment, col.column, Counts.of(c.shown for c in by_column.get(col, ())),
+                      sum(1 for c in by_column.get(col, ()) if _apart(c) is Outcome.EXPECTED))
         for col in matrix.columns
     )
 
 
 def environment_counts(matrix: Matrix) -> tuple[tuple[str, Counts], ...]:
     cells = matrix.cells()
-    return tuple((env, Counts.of(c.status for _, k, c in cells if k.environment == env))
+    return tuple((env, Counts.of(c.shown for _, k, c in cells if k.environment == env))
                  for env in matrix.environments)
 
 
 NOT_PASSED = frozenset(o for o in Outcome if o is not Outcome.PASS)
 
 
-def failure_groups(matrix: Matrix, limit: int | None = 30,
-                   outcomes: frozenset[Outcome] = NOT_PASSED) -> tuple[FailureGroup, ...]:
+def failure_groups(matrix: Matrix, limit: int | None = 30, outcomes: frozenset[Outcome] = NOT_PASSED,
+                   by_baseline: bool | None = None) -> tuple[FailureGroup, ...]:
     """The most common signatures of the cells of `outcomes` (every cell that did not pass, by
-    default; report.html's table asks for the findings alone), most frequent first."""
+    default; report.html's table asks for the findings alone), most frequent first; `by_baseline`
+    True or False: only the cells an expected baseline relabelled, or only the others."""
     by_signature: dict[str, list] = {}
     for model_type, col, cell in matrix.cells():
-        if cell.outcome not in outcomes:
+        if cell.outcome not in outcomes or by_baseline not in (None, cell.by_baseline):
             continue
         signature = cell.signature or cell.message or f"({cell.status})"
         by_signature.setdefault(signature, []).append((model_type, col, cell))
@@ -155,16 +179,23 @@ class Apart:
     outcome: Outcome
     count: int
     reason: FailureGroup | None  # the most common signature among them
+    baseline: str | None = None  # the expected baseline that relabelled them; None: not relabelled
+
+    @property
+    def label(self) -> str:
+        return self.outcome.label if self.baseline is None else expected_label(self.baseline)
 
 
-APART = (Outcome.SKIPPED, Outcome.EXPECTED)
+# Skipped cells, failures by design, failures an expected baseline lists (False, True: by_baseline).
+APART = ((Outcome.SKIPPED, False), (Outcome.EXPECTED, False), (Outcome.EXPECTED, True))
 
 
 def counted_apart(matrix: Matrix) -> tuple[Apart, ...]:
-    """Per outcome of APART that some cell has: how many cells, and their most common reason."""
+    """Per kind of APART that some cell has: how many cells, and their most common reason."""
     found = []
-    for which in APART:
-        groups = failure_groups(matrix, limit=None, outcomes=frozenset({which}))
+    for which, by_baseline in APART:
+        groups = failure_groups(matrix, limit=None, outcomes=frozenset({which}), by_baseline=by_baseline)
         if groups:
-            found.append(Apart(which, sum(g.count for g in groups), groups[0]))
+            found.append(Apart(which, sum(g.count for g in groups), groups[0],
+                               (matrix.baseline or "") if by_baseline else None))
     return tuple(found)

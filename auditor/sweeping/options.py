@@ -190,7 +190,8 @@ OPTIONS: tuple[Option, ...] = (
            help="exit 1 when any cell has one of these statuses, e.g. refused,check-error, or "
                 "per column: decorate/*/legacy=refused (expected-by-design failures never match)"),
     Option("expected", ("--expected",), Kind.PATH, group="gating", metavar="FILE", request=False,
-           help="an expected baseline (`auditor baseline RUN -o FILE`): --fail-on never matches a failure it lists"),
+           help="an expected baseline (`auditor baseline RUN -o FILE`): --fail-on never matches a failure it lists, "
+                "and report.html, summary.md and the end summary show it as expected"),
     # What the header records as the command (default: the equivalent `auditor sweep`); the CLI
     # gives its own command line.
     Option("command", (), Kind.TEXT, default=""),

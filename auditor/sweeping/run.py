@@ -61,7 +61,7 @@ def run_request(request: SweepRequest, events: SweepEvents, rules: tuple = (), e
         todo = [case for case in selected if case.model_type not in already]
         if not resumed:  # a new run (or --overwrite): a new log; --resume appends to the old one
             (plan.outdir / WORKER_LOG).unlink(missing_ok=True)
-        tables = Tables(plan.outdir)
+        tables = Tables(plan.outdir, expected)
         done, stopped = write_rows(executor, todo, path, info, tables, plan, events, append=resumed,
                                    selected=selected)
     return _finish(plan, tables, (done, len(todo), stopped), time.monotonic() - start, (rules, expected))
@@ -85,11 +85,12 @@ def _finish(plan: SweepPlan, tables: Tables, progress: tuple[int, int, str], sec
     """The tables and the gate, once the executor is closed; RunStopped or RunInterrupted, with
     every finished row kept, when the run did not finish (`progress`: done, to do, why stopped)."""
     done, total, stopped = progress
+    rules, expected = gating
     path = plan.outdir / RESULTS_FILE
     run, files = None, ()
     try:
         run, files = tables.finish()
-        files += tuple(extra_files(run, plan.request.junit, plan.request.markdown))
+        files += tuple(extra_files(run, plan.request.junit, plan.request.markdown, expected))
     except OSError as exc:
         stopped = stopped or f"cannot write the tables and report in {plan.outdir}: {exc.strerror or exc}"
     kept = dict(results_path=path, done=done, total=total, run=run,
@@ -99,7 +100,7 @@ def _finish(plan: SweepPlan, tables: Tables, progress: tuple[int, int, str], sec
     if stopped:
         raise RunStopped(stopped, **kept)
     return SweepOutcome(run=run, outdir=plan.outdir, files=files, done=done, total=total,
-                        seconds=seconds, gate_hits=_gate(run, *gating))
+                        seconds=seconds, gate_hits=_gate(run, rules, expected))
 
 
 def _gate(run, rules: tuple, expected) -> tuple:
