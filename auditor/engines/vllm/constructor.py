@@ -144,6 +144,13 @@ def _construct(config, trust_remote_code: bool) -> Construction:
                 if any(f.filename.endswith(_REGISTRY) for f in traceback.extract_tb(cause.__traceback__)):
                     return Construction("registry", message_of(cause), step="ModelConfig")
             return Construction(environment=f"environment limit (before vLLM's constructor): {message_of(exc)}")
+        if not model_config.using_transformers_backend():
+            # The registry found no backend class for it and fell back on a model of vLLM's own
+            # (registry.py:1400-1405, 1341-1365: `_normalize_arch` maps glm4v_moe's 'Glm4vMoeModel' to
+            # vLLM's Glm4vMoeForConditionalGeneration): not the backend, whatever get_model does.
+            served = model_config._model_info.architecture
+            return Construction("registry", f"vLLM serves it with its own {served}, not the Transformers backend",
+                                served=served, step="ModelRegistry")
         with set_current_vllm_config(vllm_config):
             model = get_model(vllm_config=vllm_config)
         served = type(model).__name__
