@@ -116,5 +116,5 @@ def test_the_emulations_table_of_vllms_own_config_classes_is_vllms():
     for model_type in set(CONFIG_MAPPING_NAMES) & set(dict.keys(_CONFIG_REGISTRY)):
         cls = _CONFIG_REGISTRY[model_type]
         if cls.__module__.startswith("vllm."):
-            own[model_type] = (cls.__name__, dict(cls.attribute_map))
-    assert OWN_CONFIG_CLASSES == own
+            own[model_type] = (cls.__name__, dict(cls.attribute_map), cls.base_model_tp_plan, cls.base_model_pp_plan)
+    assert {t: (c.name, c.aliases, c.tp_plan, c.pp_plan) for t, c in OWN_CONFIG_CLASSES.items()} == own
