@@ -339,3 +339,37 @@ def test_model_code_that_reads_or_copies_the_config_asks_for_vllms_own_build():
     with reads_attention() as reads:
         pass
     assert not needs_own_build(False, reads) and needs_own_build(True, reads)
+
+
+def test_a_moe_config_without_a_top_k_stops_recursive_replace_at_vllms_assertion():
+    # deepseek_v2's default config has num_experts_per_tok=None: vLLM 0.33.0's get_model raised a
+    # bare AssertionError at base.py:189 (moe.py:225) on transformers 5.18.0.
+    from auditor.engines.vllm.build import patched_in_place
+    from auditor.engines.vllm.plans import tp_plan_gate
+    from auditor.models.meta import build_on_meta, make_config
+
+    config = make_config("deepseek_v2")
+    config.num_hidden_layers = 2  # the default's 27 layers cost half a minute; one MoE layer suffices
+    model = build_on_meta(config)
+    with patched_in_place(model):
+        verdict = tp_plan_gate(model)
+    assert verdict.message == "AssertionError: assert top_k is not None (vLLM's MoEMixin.recursive_replace)"
+    assert verdict.extras["where"] == "MoEMixin.recursive_replace"
+    with patched_in_place(model) as config:
+        config.num_experts_per_tok = 2  # a top-k: the assertions hold and the plan is read
+        assert tp_plan_gate(model).ok
+
+
+def test_vllm_builds_kimi_linear_from_its_own_config_class_which_lacks_transformers_aliases():
+    # vLLM 0.33.0 reads kimi_linear's config.json with its own KimiLinearConfig, without
+    # transformers' `num_local_experts` alias: its throwaway build raised this on transformers 5.18.0.
+    from auditor.engines.vllm.build import build_like_vllm
+    from auditor.engines.vllm.config import as_vllm_reads
+    from auditor.models.meta import make_config
+
+    config = make_config("kimi_linear")
+    read = as_vllm_reads(config, "kimi_linear")
+    assert type(read).__name__ == "KimiLinearConfig" and read.num_experts == config.num_experts
+    with pytest.raises(AttributeError, match="'KimiLinearConfig' object has no attribute 'num_local_experts'"):
+        build_like_vllm(read)
+    assert as_vllm_reads(make_config("llama"), "llama").__class__.__name__ == "LlamaConfig"

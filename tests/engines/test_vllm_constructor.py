@@ -68,3 +68,53 @@ def test_vllms_registry_refusal_inside_its_config_validation_is_the_registry_gat
     # ModelConfig is a pydantic dataclass: the registry's ValueError arrives inside a ValidationError.
     assert (construction.gate, construction.step) == ("registry", "ModelConfig")
     assert construction.message == registry_gate(model.config, "bloom").message
+
+
+def test_vllm_asserts_a_top_k_for_its_moe_class_where_the_emulation_does(constructed):
+    from auditor.engines.vllm.build import patched_in_place
+    from auditor.engines.vllm.plans import tp_plan_gate
+
+    model, construction = constructed("deepseek_v2")
+    # moe.py:225, a bare assertion: the emulation names the condition.
+    assert (construction.gate, construction.step, construction.message) == (
+        "tp-plan", "base.py:189 recursive_replace", "AssertionError")
+    with patched_in_place(model):
+        assert tp_plan_gate(model).message.startswith("AssertionError: assert top_k is not None")
+
+
+def test_vllms_hidden_throwaway_build_failure_is_the_emulations_build_failure(constructed):
+    from auditor.engines.vllm.build import build_like_vllm
+    from auditor.engines.vllm.config import as_vllm_reads
+
+    model, construction = constructed("kimi_linear")
+    # vLLM reads kimi_linear with its own KimiLinearConfig; the throwaway build's AttributeError
+    # reached Base as one naming `_pre_trained_model_classes`: the adapter recovers the build's own.
+    assert (construction.gate, construction.status.value) == ("build", "error")
+    with pytest.raises(AttributeError) as raised:
+        build_like_vllm(as_vllm_reads(model.config, "kimi_linear"))
+    assert construction.message == f"AttributeError: {raised.value}"
+
+
+def test_a_type_vllm_serves_with_its_own_model_stops_at_the_registry(constructed):
+    # glm4v_moe: no backend class for its architecture, and vLLM's registry falls back on its own
+    # Glm4vMoeForConditionalGeneration (`_normalize_arch`), which get_model builds.
+    _, construction = constructed("glm4v_moe")
+    assert (construction.gate, construction.step) == ("registry", "ModelRegistry")
+    assert construction.message == ("vLLM serves it with its own Glm4vMoeForConditionalGeneration, "
+                                     "not the Transformers backend")
+
+
+def test_the_emulations_table_of_vllms_own_config_classes_is_vllms():
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
+    from vllm.transformers_utils.config import _CONFIG_REGISTRY
+
+    from auditor.engines.vllm.config import OWN_CONFIG_CLASSES
+
+    # Read off vLLM's registry, not AutoConfig's mapping: vLLM registers its classes there once it
+    # has read a config of the type (the kimi_linear test above did).
+    own = {}
+    for model_type in set(CONFIG_MAPPING_NAMES) & set(dict.keys(_CONFIG_REGISTRY)):
+        cls = _CONFIG_REGISTRY[model_type]
+        if cls.__module__.startswith("vllm."):
+            own[model_type] = (cls.__name__, dict(cls.attribute_map), cls.base_model_tp_plan, cls.base_model_pp_plan)
+    assert {t: (c.name, c.aliases, c.tp_plan, c.pp_plan) for t, c in OWN_CONFIG_CLASSES.items()} == own

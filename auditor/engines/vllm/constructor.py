@@ -45,6 +45,7 @@ _STEPS = {
 _INNER = {"_pre_trained_model_classes": "build", "can_enable_torch_compile": "enable-if",
           "register_fusion": "attention", "sinks": "attention"}
 # The loader's steps after the constructor returned (model_loader/base_loader.py:88-109).
+_HIDDEN = "_pre_trained_model_classes"  # the cached property the throwaway build is made in
 _AFTER = frozenset({"load_weights", "process_weights_after_loading"})
 _DISTRIBUTED: list[bool] = []  # set once the worker process has its one-process group
 
@@ -144,8 +145,20 @@ def _construct(config, trust_remote_code: bool) -> Construction:
                 if any(f.filename.endswith(_REGISTRY) for f in traceback.extract_tb(cause.__traceback__)):
                     return Construction("registry", message_of(cause), step="ModelConfig")
             return Construction(environment=f"environment limit (before vLLM's constructor): {message_of(exc)}")
+        if not model_config.using_transformers_backend():
+            # The registry found no backend class for it and fell back on a model of vLLM's own
+            # (registry.py:1400-1405, 1341-1365: `_normalize_arch` maps glm4v_moe's 'Glm4vMoeModel' to
+            # vLLM's Glm4vMoeForConditionalGeneration): not the backend, whatever get_model does.
+            served = model_config._model_info.architecture
+            return Construction("registry", f"vLLM serves it with its own {served}, not the Transformers backend",
+                                served=served, step="ModelRegistry")
         with set_current_vllm_config(vllm_config):
-            model = get_model(vllm_config=vllm_config)
+            try:
+                model = get_model(vllm_config=vllm_config)
+            except AttributeError as exc:
+                if _HIDDEN not in str(exc):
+                    raise
+                return _attributed(exc, _throwaway_failure(model_config))
         served = type(model).__name__
         if served not in BACKEND_CLASSES:  # vLLM fell back on a model of its own: the backend refused it
             return Construction("registry", f"vLLM serves it with its own {served}, not the Transformers backend",
@@ -176,7 +189,24 @@ def _causes(exc: BaseException) -> Iterator[BaseException]:
             stack += [e.get("ctx", {}).get("error") for e in current.errors()]
 
 
-def _attributed(exc: BaseException) -> Construction:
+def _throwaway_failure(model_config) -> BaseException | None:
+    """What vLLM's throwaway build raised (base.py:244-259), which reaches Base only as
+    nn.Module.__getattr__'s AttributeError naming the property (Python drops the build's own
+    exception on the way): the same build made again, of the config vLLM's failed constructor
+    left patched (`_patch_config` ran before it, base.py:173-174). None: it builds here."""
+    import torch
+    from transformers import AutoModel
+
+    try:
+        with torch.device("meta"):
+            AutoModel.from_config(config=model_config.hf_config, dtype=model_config.dtype,
+                                  trust_remote_code=model_config.trust_remote_code)
+    except Exception as exc:
+        return exc
+    return None
+
+
+def _attributed(exc: BaseException, hidden: BaseException | None = None) -> Construction:
     frames = traceback.extract_tb(exc.__traceback__)
     step = gate_of(frames)
     if step is None:
@@ -188,10 +218,10 @@ def _attributed(exc: BaseException) -> Construction:
     # A property that raises AttributeError (the throwaway build in the cached property
     # `_pre_trained_model_classes`, base.py:244-259) reaches Base as nn.Module.__getattr__'s own
     # AttributeError naming the property: Python drops the build's exception on the way.
-    if isinstance(exc, AttributeError) and "_pre_trained_model_classes" in str(exc):
+    if isinstance(exc, AttributeError) and _HIDDEN in str(exc):
         gate = "build"
     if gate == "build":  # the build's failure keeps the classifier's status, as the emulation's does
-        failure = classify(exc)
+        failure = classify(hidden or exc)
         return Construction("build", failure.message, step=where, status=failure.status)
     return Construction(gate, message_of(exc), step=where)
 

@@ -43,7 +43,7 @@ VIDEO_FLOOR = "5.18.0"  # multimodal.py:116
 MTP_FLOOR = "5.20.0"  # mtp.py:50
 
 
-def _getattr_iter(obj, names, default=None):
+def getattr_iter(obj, names, default=None):
     """vllm/config/utils.py:132-160 (without its warning)."""
     for name in names:
         if hasattr(obj, name):
@@ -89,7 +89,7 @@ def is_multimodal(config) -> bool:
 def num_experts(config) -> int:
     """ModelArchConfigConvertor.get_num_experts (model_arch_config_convertor.py:159-190)."""
     text = config.get_text_config()
-    n = _getattr_iter(text, _NUM_EXPERTS, 0)
+    n = getattr_iter(text, _NUM_EXPERTS, 0)
     if isinstance(n, list):
         return n[0]
     if not n:

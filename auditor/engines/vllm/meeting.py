@@ -28,6 +28,7 @@ from auditor.engines.interface import Outcome, Verdict, passed, remote_model_cla
 from auditor.engines.vllm import build as vllm_build
 from auditor.engines.vllm import gates as emulation
 from auditor.engines.vllm import plans
+from auditor.engines.vllm.config import as_vllm_reads
 
 # The gates whose step is in Base.__init__, in its order (the rows `constructor.Construction` answers;
 # pp-plan answers for several stages, which one-stage construction does not run).
@@ -73,12 +74,13 @@ def meet(functions: Mapping[str, Callable[..., Verdict]], case, context, config)
 
 def _constructor_steps(functions, case, context, config) -> Iterator[tuple[str, Outcome]]:
     plain = context.plain_failure()
-    own_build = vllm_build.needs_own_build(plain is not None, context.engine_notes("vllm"))
+    read = as_vllm_reads(config, case.model_type)  # vLLM's own config class, where it has one
+    own_build = read is not config or vllm_build.needs_own_build(plain is not None, context.engine_notes("vllm"))
     with contextlib.ExitStack() as stack:
         stack.enter_context(plans.computed_once())  # the gates below share one built model's walks
         try:
             if own_build:
-                vllm_config, model = vllm_build.build_like_vllm(config, trust_remote_code=bool(case.remote_code))
+                vllm_config, model = vllm_build.build_like_vllm(read, trust_remote_code=bool(case.remote_code))
             else:
                 model = context.model()
                 vllm_config = stack.enter_context(vllm_build.patched_in_place(model))
@@ -86,6 +88,7 @@ def _constructor_steps(functions, case, context, config) -> Iterator[tuple[str, 
             yield "build", classify(exc)
             return
         how = "built again under vLLM's settings" if own_build else "the plain meta build stands in for it"
+        how += f", from vLLM's own {type(read).__name__}" if read is not config else ""
         yield "build", (Status.BUILD, type(model).__name__, {"model_class": type(model).__name__, "own_build": own_build,
                                                               "note": how})
         yield "decorate", safely(functions["decorate"], model)

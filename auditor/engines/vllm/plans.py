@@ -9,6 +9,11 @@ import contextlib
 from collections.abc import Callable, Iterator
 
 from auditor.engines.interface import Verdict
+from auditor.engines.vllm.gates import getattr_iter, num_experts
+
+# hf_config.py:70-81 (CONFIG_FIELD_ALIASES["num_experts_per_token"], ["moe_intermediate_size"])
+_TOP_K = ("num_experts_per_tok", "num_experts_per_token", "top_k_experts", "moe_topk", "moe_top_k", "top_k")
+_MOE_INTERMEDIATE = ("moe_intermediate_size", "intermediate_size")
 
 # vocab_embeddings' answers while in `computed_once()`, by (model id, vocab sizes); None outside.
 _EMBEDDINGS: dict[tuple[int, frozenset[int]], set[int]] | None = None
@@ -141,6 +146,9 @@ def tp_plan_gate(model, refuse_style: Callable[..., str | None] = unsupported_st
 
     from auditor.core.status import message_of
 
+    moe = moe_gate(model.config)
+    if moe is not None:
+        return moe
     plan = {f"model.{k}" if k else "model": v for k, v in (model.tp_plan or {}).items()}
     try:
         embeddings = vocab_embeddings(model, model.config)  # base.py:511, before any module is replaced
@@ -166,6 +174,23 @@ def tp_plan_gate(model, refuse_style: Callable[..., str | None] = unsupported_st
                 if message is not None:
                     return Verdict(False, message, {"module": qual})
     return _tp_pass(plan)
+
+
+def moe_gate(config) -> Verdict | None:
+    """What MoEMixin.recursive_replace (moe.py:215-227) asserts before its walk, and before
+    Base.recursive_replace (moe.py:450), for a model vLLM serves with a MoE class (gates.py's
+    `num_experts`): the text config names a top-k and an expert width. The first alias present
+    is read even where it is None (config/utils.py:147-157: deepseek_v2's default config has
+    `num_experts_per_tok=None`). vLLM's assertions carry no message: the condition is given.
+    None: the assertions hold (or the class is not a MoE one)."""
+    text = config.get_text_config()
+    if num_experts(config) <= 0:
+        return None
+    for names, condition in ((_TOP_K, "top_k is not None"), (_MOE_INTERMEDIATE, "intermediate_size is not None")):
+        if getattr_iter(text, names) is None:
+            return Verdict(False, f"AssertionError: assert {condition} (vLLM's MoEMixin.recursive_replace)",
+                           {"where": "MoEMixin.recursive_replace", "fields": list(names)})
+    return None
 
 
 def _tp_pass(plan: dict) -> Verdict:
