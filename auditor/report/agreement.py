@@ -30,12 +30,19 @@ class Disagreement:
         return "same status, different message"
 
 
+# A side with one of these did not answer: this machine's limits (memory, time) or the auditor's
+# own failure stopped it before the engine's code said anything; such a cell is listed apart,
+# neither agreeing nor disagreeing (an engine that really dies is a `crash`, and compared).
+UNANSWERED = frozenset({Status.OOM, Status.TIMEOUT, Status.AUDITOR_ERROR})
+
+
 @dataclass(frozen=True)
 class Agreement:
     first: str
     second: str
     compared: int
     disagreements: tuple[Disagreement, ...]
+    unanswered: tuple[Disagreement, ...] = ()  # cells one side could not answer (UNANSWERED)
 
     @property
     def agrees(self) -> bool:
@@ -61,7 +68,7 @@ def compare_policies(run: Run, first: str, second: str) -> Agreement:
     for result in run_cells(run).values():
         if result.policy in (first, second, ""):
             cells.setdefault((result.model_type, result.check, result.component), {})[result.policy] = result
-    disagreements = []
+    disagreements, unanswered = [], []
     compared = 0
     for (model_type, check, component), pair in sorted(cells.items()):
         if first not in pair and second not in pair:
@@ -71,19 +78,28 @@ def compare_policies(run: Run, first: str, second: str) -> Agreement:
         # which no decorator policy changes); it stands for `first` beside vLLM's own row.
         a, b = pair.get(first, pair.get("")), pair.get(second)
         if a is None or b is None or a.status != b.status or (a.status is Status.REFUSED and a.message != b.message):
-            disagreements.append(Disagreement(model_type, check, component, a, b))
-    return Agreement(first, second, compared, tuple(disagreements))
+            apart = a is not None and b is not None and {a.status, b.status} & UNANSWERED
+            (unanswered if apart else disagreements).append(Disagreement(model_type, check, component, a, b))
+    return Agreement(first, second, compared - len(unanswered), tuple(disagreements), tuple(unanswered))
 
 
 def render_markdown(agreement: Agreement) -> str:
     head = (f"# `{agreement.first}` against `{agreement.second}`\n\n"
             f"{agreement.compared} cells compared, {len(agreement.disagreements)} disagree.\n")
-    if agreement.agrees:
-        return head
-    lines = [head, f"| model type | cell | {agreement.first} | {agreement.second} | what |", "|---|---|---|---|---|"]
-    for d in agreement.disagreements:
-        lines.append(f"| {d.model_type} | {d.check}/{d.component} | {_cell(d.first)} | {_cell(d.second)} | {d.what} |")
-    return "\n".join(lines) + "\n"
+    if agreement.unanswered:
+        types = sorted({d.model_type for d in agreement.unanswered})
+        cells = len(agreement.unanswered)
+        head += (f"{cells} cell{'s' * (cells != 1)} of {len(types)} model type{'s' * (len(types) != 1)} not "
+                 "compared: one side did not answer (out of memory, out of time, or the auditor's own error): "
+                 f"{', '.join(types)}.\n")
+    lines = [head]
+    for title, cells in (("Disagreements", agreement.disagreements), ("Not compared", agreement.unanswered)):
+        if cells:
+            lines += [f"## {title}\n", f"| model type | cell | {agreement.first} | {agreement.second} | what |",
+                      "|---|---|---|---|---|"]
+            lines += [f"| {d.model_type} | {d.check}/{d.component} | {_cell(d.first)} | {_cell(d.second)} | {d.what} |"
+                      for d in cells]
+    return "\n".join(lines) + ("\n" if len(lines) > 1 else "")
 
 
 def _cell(result: Result | None) -> str:

@@ -64,3 +64,24 @@ def test_a_run_without_either_policy_is_refused(tmp_path, capsys):
     write_run(tmp_path / "results.jsonl", [{"model_type": "a", "policy": "", "check": "build", "status": "build"}])
     assert main(["agree", str(tmp_path)]) == 2
     assert "has no rows for policy legacy, vllm" in capsys.readouterr().err
+
+
+def test_a_side_that_could_not_answer_is_listed_apart_not_agreed(tmp_path, capsys):
+    # The reference ran out of memory on one type (a full-size config under the engine's own
+    # constructor): neither an agreement nor a disagreement, counted and listed apart. A crash
+    # is the engine's own doing and is still compared.
+    write_run(tmp_path / "results.jsonl", [
+        {"model_type": "a", "policy": "legacy", "status": "build"},
+        {"model_type": "a", "policy": "vllm", "status": "oom", "message": "OutOfMemory: worker went over"},
+        {"model_type": "b", "policy": "legacy", "status": "build"},
+        {"model_type": "b", "policy": "vllm", "status": "build"},
+        {"model_type": "c", "policy": "legacy", "status": "build"},
+        {"model_type": "c", "policy": "vllm", "status": "crash", "message": "Crash: worker process died"},
+    ])
+    assert main(["agree", str(tmp_path)]) == 1
+    out = capsys.readouterr().out
+    assert "2 cells compared, 1 disagree" in out
+    assert "1 cell of 1 model type not compared: one side did not answer" in out and ": a." in out
+    disagreements, apart = out.split("## Not compared")
+    assert "| c | decorate/decoder | build | crash" in disagreements and "| a |" not in disagreements
+    assert "| a | decorate/decoder | build | oom" in apart
