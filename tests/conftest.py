@@ -99,3 +99,16 @@ def flaky_sweeps(tmp_path_factory) -> dict[str, tuple[Path, subprocess.Completed
     with ThreadPoolExecutor(max_workers=len(plans)) as pool:
         done = dict(zip(plans, pool.map(sweep, plans), strict=True))
     return {name: (plans[name][0], proc) for name, proc in done.items()}
+
+
+def pytest_collection_finish(session):
+    """The real-release commands of tests/tooling start now, beside the rest of the suite."""
+    from tests.tooling import early
+
+    early.start(session.items)
+
+
+def pytest_sessionfinish(session):
+    from tests.tooling import early
+
+    early.stop()

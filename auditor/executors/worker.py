@@ -52,6 +52,7 @@ def prepare(plugins: Sequence[str], names: Sequence[str]) -> list[Check]:
     worker amortizes), the plugins loaded, the selected checks resolved."""
     import torch  # noqa: F401
     import transformers  # noqa: F401
+    import transformers.models.auto.modeling_auto  # noqa: F401  (what every build goes through: seconds)
 
     from auditor import checks
     from auditor.models import cases

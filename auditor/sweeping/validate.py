@@ -21,6 +21,7 @@ from auditor.sweeping.options import BY_NAME, OPTIONS, SweepRequest, listed
 from auditor.sweeping.plan import SweepPlan
 
 WORKER_LOG = "workers.log"  # the workers' stdout and stderr, in the output directory
+TORCH_BACKENDS = frozenset({"eager", "aot_eager", "inductor"})  # torch.compile's own, always there
 
 
 def validate(request: SweepRequest) -> SweepPlan:
@@ -39,10 +40,12 @@ def validate(request: SweepRequest) -> SweepPlan:
     _check_outputs(request, outdir)
     _refuse_paths(request.models)
     remote_cases(request.remote_code)
-    device, backend = _device(request.device, request.backend, runners, "compile" in names)
-    request = replace(request, checks=names, policies=_validated_policies(request.policies), device=device,
-                      backend=backend, compile_policy=_compile_policy(request.compile_policy),
+    # The cheap checks before the device's: torch is imported only for a backend it must name.
+    request = replace(request, checks=names, policies=_validated_policies(request.policies),
+                      compile_policy=_compile_policy(request.compile_policy),
                       compile_semantics=_compile_semantics(request.compile_semantics))
+    device, backend = _device(request.device, request.backend, runners, "compile" in names)
+    request = replace(request, device=device, backend=backend)
     options = Options(policies=request.policies, checks=names, plugins=request.plugins,
                       shared_policy_build=not request.build_per_policy, device=device, backend=backend,
                       compile_encoders=request.compile_encoders, compile_policy=request.compile_policy,
@@ -138,10 +141,10 @@ def _device(device: str | None, backend: str | None, runners: Sequence[str], com
         if problem:
             raise InputError(f"--device cuda: {problem}; use --device cpu (with --backend aot_eager) instead")
     backend = backend or ("inductor" if device == "cuda" else "aot_eager")
-    if compiles:
+    if compiles and backend not in TORCH_BACKENDS:  # another name: importing dynamo (seconds) tells
         import torch._dynamo
 
-        known = set(torch._dynamo.list_backends(exclude_tags=())) | {"eager", "aot_eager", "inductor"}
+        known = set(torch._dynamo.list_backends(exclude_tags=())) | TORCH_BACKENDS
         if backend not in known:
             raise InputError(f"unknown --backend {backend!r}; this torch has: {', '.join(sorted(known))}")
     return device, backend

@@ -3,35 +3,52 @@
 
 Slow: the first run on a machine builds the venv (about 1.3 GB and 2 minutes); later runs only
 switch its transformers. `granite_swa` arrived in 5.15.0, so between 5.14.1 and 5.15.1 its build
-cell goes from absent to build: three installs (the two ends and 5.15.0). Skipped, saying so,
-where the index cannot be reached.
+cell goes from absent to build: three installs (the two ends and 5.15.0). The bisection starts in
+the background as the session begins (tests/tooling/early.py); the test asserts on its result.
+Skipped, saying so, where the index cannot be reached.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import subprocess
+from pathlib import Path
 
 import pytest
 
 from tests.conftest import run_auditor
+from tests.tooling import early
 from tests.tooling.test_upgrade_real import pypi_reachable
 
 pytestmark = pytest.mark.slow
 
 
-@pytest.mark.skipif(importlib.util.find_spec("nox") is None, reason="needs nox")
-def test_bisect_finds_the_release_that_added_a_model_type(tmp_path):
+@early.job("bisect_run")
+def _bisect(workdir: Path) -> tuple[subprocess.CompletedProcess, Path]:
+    """Started as the session begins (tests/tooling/early.py)."""
+    if importlib.util.find_spec("nox") is None:
+        pytest.skip("needs nox")
     if not pypi_reachable():
         pytest.skip("PyPI cannot be reached: the bisection installs transformers from it")
-    run = run_auditor("bisect", "granite_swa", "build", "--good", "5.14.1", "--bad", "5.15.1",
-                      "-o", str(tmp_path / "bisect"), timeout=900)
+    out = workdir / "bisect"
+    return run_auditor("bisect", "granite_swa", "build", "--good", "5.14.1", "--bad", "5.15.1",
+                       "-o", str(out), timeout=900), out
+
+
+@pytest.fixture
+def bisect_run() -> tuple[subprocess.CompletedProcess, Path]:
+    return early.result("bisect_run")
+
+
+def test_bisect_finds_the_release_that_added_a_model_type(bisect_run):
+    run, out = bisect_run
     assert run.returncode == 0, run.stderr[-4000:]
     assert "granite_swa build: first changed in transformers 5.15.0" in run.stdout, run.stdout
     assert "  5.14.1: absent (no such model type)" in run.stdout
     assert "  5.15.0: build: build (" in run.stdout
     assert "3 releases installed (the 2 ends and 1 bisection step) of the 2 after 5.14.1 up to 5.15.1" in run.stdout
     for release in ("5.14.1", "5.15.0", "5.15.1"):
-        assert (tmp_path / "bisect" / release / "results.jsonl").is_file()
+        assert (out / release / "results.jsonl").is_file()
 
 
 def test_an_unknown_release_exits_2_before_any_install(tmp_path):

@@ -5,19 +5,23 @@ the declared range is swept for real, and the new side the major release after i
 which renamed the rope fields): the config drift between them is checked end to end.
 
 Slow: the first run on a machine installs two venvs from PyPI (about 1.3 GB and 2 minutes each);
-later runs reuse them (.nox/upgrade_check-base and -new) and take about a minute. Skipped, saying
-so, where PyPI cannot be reached.
+later runs reuse them (.nox/upgrade_check-base and -new) and take about a minute. The command starts
+in the background as the session begins (tests/tooling/early.py). Skipped, saying so, where PyPI
+cannot be reached.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import subprocess
 import urllib.request
+from pathlib import Path
 
 import pytest
 
 from auditor.core.results import read_run
 from tests.conftest import run_auditor
+from tests.tooling import early
 
 pytestmark = pytest.mark.slow
 
@@ -33,13 +37,25 @@ def pypi_reachable() -> bool:
         return False
 
 
-@pytest.mark.skipif(importlib.util.find_spec("nox") is None, reason="needs nox")
-def test_upgrade_check_between_two_releases(tmp_path):
+@early.job("upgrade_run")
+def _upgrade(workdir: Path) -> tuple[subprocess.CompletedProcess, Path]:
+    """Started as the session begins (tests/tooling/early.py)."""
+    if importlib.util.find_spec("nox") is None:
+        pytest.skip("needs nox")
     if not pypi_reachable():
         pytest.skip("PyPI cannot be reached: the two sides install transformers from it")
-    out = tmp_path / "upgrade"
-    run = run_auditor("upgrade-check", "--from", BASE, "--to", NEW, "--models", ",".join(sorted(MODELS)),
-                      "--checks", "build,decorate", "--jobs", "2", "-o", str(out), timeout=1500)
+    out = workdir / "upgrade"
+    return run_auditor("upgrade-check", "--from", BASE, "--to", NEW, "--models", ",".join(sorted(MODELS)),
+                       "--checks", "build,decorate", "--jobs", "2", "-o", str(out), timeout=1500), out
+
+
+@pytest.fixture
+def upgrade_run() -> tuple[subprocess.CompletedProcess, Path]:
+    return early.result("upgrade_run")
+
+
+def test_upgrade_check_between_two_releases(upgrade_run, tmp_path):
+    run, out = upgrade_run
     assert run.returncode in (0, 1), run.stderr[-4000:]
     assert ("0 regressions" in run.stdout) == (run.returncode == 0), run.stdout
     for name in ("diff.md", "diff.html", "report.html", "matrix.csv", "base/report.html", "new/report.html"):

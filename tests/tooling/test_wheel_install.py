@@ -8,8 +8,9 @@ dependencies (torch, nox, ...) through a .pth line rather than install 1.3 GB ag
 itself is the wheel's (asserted). Its side venvs are the checkout's (AUDITOR_VENVS), shared with
 test_upgrade_real and test_bisect_real: a warm run only swaps the auditor and transformers.
 
-Slow: about a minute warm; the first run on a machine builds the two side venvs (minutes).
-Skipped, saying so, where PyPI cannot be reached.
+Slow: about a minute warm; the first run on a machine builds the two side venvs (minutes). It
+starts in the background as the session begins (tests/tooling/early.py). Skipped, saying so, where
+PyPI cannot be reached.
 """
 
 from __future__ import annotations
@@ -25,18 +26,15 @@ import pytest
 from auditor.core.results import read_run
 from auditor.upgrade.selfdist import checkout_root, venv_home
 from tests.conftest import auditor_env
+from tests.tooling import early
 from tests.tooling.test_upgrade_real import pypi_reachable
 
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(importlib.util.find_spec("nox") is None, reason="needs nox")]
 
 
-@pytest.fixture(scope="module")
-def installed(tmp_path_factory) -> Path:
+def _install_wheel(root: Path) -> Path:
     """A fresh venv, outside the checkout, with the auditor's wheel installed: its bin/auditor."""
-    if not pypi_reachable():
-        pytest.skip("PyPI cannot be reached: the sides install transformers from it")
-    root = tmp_path_factory.mktemp("wheel")
     subprocess.run([sys.executable, "-m", "pip", "wheel", str(checkout_root()), "--no-deps", "--no-build-isolation",
                     "-q", "-w", str(root / "dist")], check=True, capture_output=True)
     venv = root / "venv"
@@ -52,6 +50,30 @@ def installed(tmp_path_factory) -> Path:
     return venv / "bin"
 
 
+@early.job("wheel_run")
+def _from_the_wheel(workdir: Path) -> tuple[Path, Path, subprocess.CompletedProcess, subprocess.CompletedProcess]:
+    """Started as the session begins (tests/tooling/early.py): the wheel installed, then
+    upgrade-check from an empty directory; (its bin/, the empty directory, where `auditor`
+    is imported from there, the upgrade-check)."""
+    if importlib.util.find_spec("nox") is None:
+        pytest.skip("needs nox")
+    if not pypi_reachable():
+        pytest.skip("PyPI cannot be reached: the sides install transformers from it")
+    installed = _install_wheel(workdir / "wheel")
+    empty = workdir / "empty"
+    empty.mkdir()
+    where = subprocess.run([str(installed / "python"), "-c", "import auditor; print(auditor.__file__)"],
+                           cwd=empty, capture_output=True, text=True, env=_without_checkout())
+    run = _run(installed, empty, "upgrade-check", "--from", "5.17.0", "--to", "5.18.0", "--models", "llama,gpt2",
+               "--checks", "build")
+    return installed, empty, where, run
+
+
+@pytest.fixture
+def wheel_run():
+    return early.result("wheel_run")
+
+
 def _without_checkout() -> dict[str, str]:
     return {k: v for k, v in auditor_env().items() if k != "PYTHONPATH"}
 
@@ -62,14 +84,9 @@ def _run(bin_dir: Path, cwd: Path, *args: str, timeout: float = 1500) -> subproc
                           timeout=timeout)
 
 
-def test_upgrade_check_from_a_wheel_in_an_empty_directory(installed, tmp_path):
-    empty = tmp_path / "empty"
-    empty.mkdir()
-    where = subprocess.run([str(installed / "python"), "-c", "import auditor; print(auditor.__file__)"],
-                           cwd=empty, capture_output=True, text=True, env=_without_checkout())
+def test_upgrade_check_from_a_wheel_in_an_empty_directory(wheel_run):
+    installed, empty, where, run = wheel_run
     assert where.stdout.startswith(str(installed.parent)), where  # the wheel's auditor, not the checkout's
-    run = _run(installed, empty, "upgrade-check", "--from", "5.17.0", "--to", "5.18.0", "--models", "llama,gpt2",
-               "--checks", "build")
     assert run.returncode in (0, 1), run.stderr[-4000:]
     out = empty / "reports" / "upgrade-5.17.0-to-5.18.0"
     assert "model-sweep-auditor @ file:" in run.stderr  # the sides installed the rebuilt wheel
