@@ -217,6 +217,10 @@ def classify(exc: BaseException, phase: Phase = Phase.BUILD, *,
             return _with(failure, Status.TIMEOUT)
         if MISSING_DYNAMIC_MODULE in failure.message:
             return _with(failure, Status.ERROR)
+        if failure.status is Status.NEEDS_HUB and not isinstance(exc, StatusError):
+            # Raised here, not reported by the far side: a round trip fetches nothing, so a
+            # connection that failed is the executor's (the sweep's Ray cluster), not the hub's.
+            return _with(failure, Status.AUDITOR_ERROR)
     return failure
 
 

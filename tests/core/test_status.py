@@ -60,3 +60,13 @@ def test_same_failure_in_two_models_has_one_signature(first, second):
 def test_signature_keeps_what_tells_failures_apart():
     assert signature_of("KeyError: 'full_attention'") != signature_of("KeyError: 'sliding_attention'")
     assert signature_of("TypeError: 'NoneType' object is not iterable").endswith("'NoneType' object is not iterable")
+
+
+def test_a_connection_that_fails_in_a_round_trip_is_the_executors_not_the_hubs():
+    # Ray's own error when a worker cannot join the sweep's cluster: a round trip fetches nothing
+    # from the hub, so it is the executor's failure, not `needs-hub` (which it is at build time).
+    from auditor.core.status import Phase
+
+    exc = _raise(ConnectionError("Failed to connect to Ray cluster at 127.0.0.1:35055"))
+    assert classify(exc, Phase.TRANSPORT).status is Status.AUDITOR_ERROR
+    assert classify(exc).status is Status.NEEDS_HUB
