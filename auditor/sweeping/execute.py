@@ -43,8 +43,8 @@ class _LaunchFirst:
             self._launch = None
         return self._inner.run(cases)
 
-    def __getattr__(self, name):
-        return getattr(self._inner, name)
+    def close(self) -> None:
+        self._inner.close()
 
 
 @contextlib.contextmanager
