@@ -5,7 +5,8 @@ $AUDITOR_INSTALLER=pip|uv chooses. uv creates a venv in milliseconds and install
 cache, but it does not read pip's configuration: the indexes, find-links and constraints pip is
 configured with are handed to uv through its own variables (unless those are set already), and
 uv is told to pick the best version across all indexes as pip does, so that both install the
-same releases from the same places.
+same releases from the same places, and to compile bytecode as it installs, as pip does, so that
+both venvs start as fast.
 """
 
 from __future__ import annotations
@@ -76,7 +77,13 @@ def parse_pip_config(text: str) -> dict[str, str]:
 
 def uv_settings(config: tuple[tuple[str, str], ...] | dict[str, str]) -> dict[str, str]:
     """uv's variables for pip's settings, leaving alone any the user has set."""
-    settings = {"UV_INDEX_STRATEGY": "unsafe-best-match"}  # pip's rule: the best version of all indexes
+    settings = {
+        "UV_INDEX_STRATEGY": "unsafe-best-match",  # pip's rule: the best version of all indexes
+        # pip compiles bytecode as it installs, uv does not: every process of a sweep (parent,
+        # workers, receivers, Ray workers) would compile torch's and transformers' modules again
+        # where bytecode is not written (PYTHONDONTWRITEBYTECODE, common in containers).
+        "UV_COMPILE_BYTECODE": "1",
+    }
     for key, value in dict(config).items():
         if key in _UV_SETTINGS:
             variable, separator = _UV_SETTINGS[key]

@@ -92,5 +92,6 @@ def test_the_requirement_of_an_installed_vllm_is_read_from_its_metadata():
 def test_uv_gets_pips_indexes_and_its_choice_of_version():
     config = parse_pip_config("global.extra-index-url='file:///a file:///b'\n"
                               ":env:.find-links='/opt/wheels'\nglobal.constraint='/c.txt'\n")
-    assert uv_settings(config) == {"UV_INDEX_STRATEGY": "unsafe-best-match", "UV_INDEX": "file:///a file:///b",
-                                   "UV_FIND_LINKS": "/opt/wheels", "UV_CONSTRAINT": "/c.txt"}
+    assert uv_settings(config) == {"UV_INDEX_STRATEGY": "unsafe-best-match", "UV_COMPILE_BYTECODE": "1",
+                                   "UV_INDEX": "file:///a file:///b", "UV_FIND_LINKS": "/opt/wheels",
+                                   "UV_CONSTRAINT": "/c.txt"}
