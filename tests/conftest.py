@@ -112,3 +112,14 @@ def pytest_sessionfinish(session):
     from tests.tooling import early
 
     early.stop()
+
+
+def pytest_terminal_summary(terminalreporter):
+    """The background commands' own time, which their tests' durations do not show."""
+    from tests.tooling import early
+
+    found = early.seconds()
+    if found:
+        terminalreporter.write_sep("=", "background commands (tests/tooling/early.py)")
+        for name, taken in found.items():
+            terminalreporter.write_line(f"{taken:8.1f}s  {name}")

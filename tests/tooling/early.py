@@ -7,13 +7,16 @@ time. Each such command is a job (`@job(FIXTURE)`, the fixture its test reads it
 when collection ends, `start` runs the jobs the selected tests use in a background thread, one
 after another (they share the side venvs and their lock), so that they run beside the rest of
 the suite instead of after it. The test then waits for its job's result and asserts on it as it
-would on a command it ran itself; a job that calls pytest.skip skips its test.
+would on a command it ran itself; a job that calls pytest.skip skips its test. Their tests'
+durations show only the wait, so each job's own seconds are kept (`seconds`), and the session's
+summary prints them.
 """
 
 from __future__ import annotations
 
 import shutil
 import tempfile
+import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
@@ -21,6 +24,7 @@ from pathlib import Path
 _JOBS: dict[str, Callable[[Path], object]] = {}
 _FUTURES: dict[str, Future] = {}
 _STATE: dict[str, object] = {}
+_SECONDS: dict[str, float] = {}
 
 
 def job(fixture: str) -> Callable:
@@ -42,7 +46,20 @@ def start(items: Iterable) -> None:
     pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="auditor-early")
     _STATE.update(root=root, pool=pool)
     for name in names:
-        _FUTURES[name] = pool.submit(_JOBS[name], root / name)
+        _FUTURES[name] = pool.submit(_timed, name, root / name)
+
+
+def _timed(name: str, workdir: Path):
+    begun = time.perf_counter()
+    try:
+        return _JOBS[name](workdir)
+    finally:
+        _SECONDS[name] = time.perf_counter() - begun
+
+
+def seconds() -> dict[str, float]:
+    """Each background job that ran: how long its command took (wall seconds), in start order."""
+    return {name: _SECONDS[name] for name in _FUTURES if name in _SECONDS}
 
 
 def result(name: str):
