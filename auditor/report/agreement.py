@@ -88,8 +88,8 @@ def render_markdown(agreement: Agreement) -> str:
             f"{agreement.compared} cells compared, {len(agreement.disagreements)} disagree.\n")
     if agreement.unanswered:
         types = sorted({d.model_type for d in agreement.unanswered})
-        cells = len(agreement.unanswered)
-        head += (f"{cells} cell{'s' * (cells != 1)} of {len(types)} model type{'s' * (len(types) != 1)} not "
+        count = len(agreement.unanswered)
+        head += (f"{count} cell{'s' * (count != 1)} of {len(types)} model type{'s' * (len(types) != 1)} not "
                  "compared: one side did not answer (out of memory, out of time, or the auditor's own error): "
                  f"{', '.join(types)}.\n")
     lines = [head]

@@ -10,7 +10,6 @@ Skipped, saying so, where the index cannot be reached.
 
 from __future__ import annotations
 
-import importlib.util
 import subprocess
 from pathlib import Path
 
@@ -18,7 +17,7 @@ import pytest
 
 from tests.conftest import run_auditor
 from tests.tooling import early
-from tests.tooling.test_upgrade_real import pypi_reachable
+from tests.tooling.test_upgrade_real import need_nox_and_pypi, pypi_reachable
 
 pytestmark = pytest.mark.slow
 
@@ -26,10 +25,7 @@ pytestmark = pytest.mark.slow
 @early.job("bisect_run")
 def _bisect(workdir: Path) -> tuple[subprocess.CompletedProcess, Path]:
     """Started as the session begins (tests/tooling/early.py)."""
-    if importlib.util.find_spec("nox") is None:
-        pytest.skip("needs nox")
-    if not pypi_reachable():
-        pytest.skip("PyPI cannot be reached: the bisection installs transformers from it")
+    need_nox_and_pypi("the bisection installs transformers from it")
     out = workdir / "bisect"
     return run_auditor("bisect", "granite_swa", "build", "--good", "5.14.1", "--bad", "5.15.1",
                        "-o", str(out), timeout=900), out

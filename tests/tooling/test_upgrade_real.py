@@ -37,13 +37,18 @@ def pypi_reachable() -> bool:
         return False
 
 
-@early.job("upgrade_run")
-def _upgrade(workdir: Path) -> tuple[subprocess.CompletedProcess, Path]:
-    """Started as the session begins (tests/tooling/early.py)."""
+def need_nox_and_pypi(why: str) -> None:
+    """Skip (the calling test or background job) without nox, or where PyPI cannot be reached."""
     if importlib.util.find_spec("nox") is None:
         pytest.skip("needs nox")
     if not pypi_reachable():
-        pytest.skip("PyPI cannot be reached: the two sides install transformers from it")
+        pytest.skip(f"PyPI cannot be reached: {why}")
+
+
+@early.job("upgrade_run")
+def _upgrade(workdir: Path) -> tuple[subprocess.CompletedProcess, Path]:
+    """Started as the session begins (tests/tooling/early.py)."""
+    need_nox_and_pypi("the two sides install transformers from it")
     out = workdir / "upgrade"
     return run_auditor("upgrade-check", "--from", BASE, "--to", NEW, "--models", ",".join(sorted(MODELS)),
                        "--checks", "build,decorate", "--jobs", "2", "-o", str(out), timeout=1500), out

@@ -27,7 +27,7 @@ from auditor.core.results import read_run
 from auditor.upgrade.selfdist import checkout_root, venv_home
 from tests.conftest import auditor_env
 from tests.tooling import early
-from tests.tooling.test_upgrade_real import pypi_reachable
+from tests.tooling.test_upgrade_real import need_nox_and_pypi
 
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(importlib.util.find_spec("nox") is None, reason="needs nox")]
@@ -55,10 +55,7 @@ def _from_the_wheel(workdir: Path) -> tuple[Path, Path, subprocess.CompletedProc
     """Started as the session begins (tests/tooling/early.py): the wheel installed, then
     upgrade-check from an empty directory; (its bin/, the empty directory, where `auditor`
     is imported from there, the upgrade-check)."""
-    if importlib.util.find_spec("nox") is None:
-        pytest.skip("needs nox")
-    if not pypi_reachable():
-        pytest.skip("PyPI cannot be reached: the sides install transformers from it")
+    need_nox_and_pypi("the sides install transformers from it")
     installed = _install_wheel(workdir / "wheel")
     empty = workdir / "empty"
     empty.mkdir()

@@ -40,12 +40,12 @@ _STEPS = {
     "pipeline_parallel": "pp-plan", "disable_noop_dynamic_rope": "pp-plan", "recursive_replace": "tp-plan",
     "_create_attention_instances": "attention", "init_parameters": "attention", "keep_in_fp32": "attention",
 }
+_HIDDEN = "_pre_trained_model_classes"  # the cached property the throwaway build is made in
 # Functions deeper in a step that move it to another gate: the throwaway build is the build,
 # enable_if runs in the decorated decoder's __init__, attention fusion happens in recursive_replace.
-_INNER = {"_pre_trained_model_classes": "build", "can_enable_torch_compile": "enable-if",
+_INNER = {_HIDDEN: "build", "can_enable_torch_compile": "enable-if",
           "register_fusion": "attention", "sinks": "attention"}
 # The loader's steps after the constructor returned (model_loader/base_loader.py:88-109).
-_HIDDEN = "_pre_trained_model_classes"  # the cached property the throwaway build is made in
 _AFTER = frozenset({"load_weights", "process_weights_after_loading"})
 _DISTRIBUTED: list[bool] = []  # set once the worker process has its one-process group
 
@@ -149,9 +149,7 @@ def _construct(config, trust_remote_code: bool) -> Construction:
             # The registry found no backend class for it and fell back on a model of vLLM's own
             # (registry.py:1400-1405, 1341-1365: `_normalize_arch` maps glm4v_moe's 'Glm4vMoeModel' to
             # vLLM's Glm4vMoeForConditionalGeneration): not the backend, whatever get_model does.
-            served = model_config._model_info.architecture
-            return Construction("registry", f"vLLM serves it with its own {served}, not the Transformers backend",
-                                served=served, step="ModelRegistry")
+            return _served_by_vllm(model_config._model_info.architecture)
         with set_current_vllm_config(vllm_config):
             try:
                 model = get_model(vllm_config=vllm_config)
@@ -161,8 +159,7 @@ def _construct(config, trust_remote_code: bool) -> Construction:
                 return _attributed(exc, _throwaway_failure(model_config))
         served = type(model).__name__
         if served not in BACKEND_CLASSES:  # vLLM fell back on a model of its own: the backend refused it
-            return Construction("registry", f"vLLM serves it with its own {served}, not the Transformers backend",
-                                served=served, step="ModelRegistry")
+            return _served_by_vllm(served)
         return Construction(served=served, constructed=True)
     except Exception as exc:
         return _attributed(exc)
@@ -187,6 +184,12 @@ def _causes(exc: BaseException) -> Iterator[BaseException]:
         stack += [current.__cause__, current.__context__]
         with contextlib.suppress(Exception):
             stack += [e.get("ctx", {}).get("error") for e in current.errors()]
+
+
+def _served_by_vllm(served: str) -> Construction:
+    """A model vLLM serves with a class of its own: its registry, not the Transformers backend, took it."""
+    return Construction("registry", f"vLLM serves it with its own {served}, not the Transformers backend",
+                        served=served, step="ModelRegistry")
 
 
 def _throwaway_failure(model_config) -> BaseException | None:

@@ -183,9 +183,9 @@ def moe_gate(config) -> Verdict | None:
     is read even where it is None (config/utils.py:147-157: deepseek_v2's default config has
     `num_experts_per_tok=None`). vLLM's assertions carry no message: the condition is given.
     None: the assertions hold (or the class is not a MoE one)."""
-    text = config.get_text_config()
     if num_experts(config) <= 0:
         return None
+    text = config.get_text_config()
     for names, condition in ((_TOP_K, "top_k is not None"), (_MOE_INTERMEDIATE, "intermediate_size is not None")):
         if getattr_iter(text, names) is None:
             return Verdict(False, f"AssertionError: assert {condition} (vLLM's MoEMixin.recursive_replace)",
