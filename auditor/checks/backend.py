@@ -65,14 +65,12 @@ class BackendCheck(Check):
     def _row(self, case, gate, policy, outcome, start) -> Result:
         seconds = time.perf_counter() - start
         if isinstance(outcome, Failure):
-            return Result(case.model_type, self.name, outcome.status, component=gate, policy=policy,
-                          message=outcome.message, signature=outcome.signature, seconds=seconds)
+            return Result.failed(case.model_type, self.name, outcome, component=gate, policy=policy, seconds=seconds)
         status, message, extras = outcome
         return Result(case.model_type, self.name, status, component=gate, policy=policy, message=message,
                       signature=signature_of(message) if not status.ok else "", seconds=seconds, extras=extras)
 
     def failed_rows(self, case: ModelCase, options: Options, failure: Failure) -> list[Result]:
-        return [Result(case.model_type, self.name, failure.status, component=engine.component(gate), policy=policy,
-                       message=failure.message, signature=failure.signature)
+        return [Result.failed(case.model_type, self.name, failure, component=engine.component(gate), policy=policy)
                 for engine in engines.all() for policy, _ in engine.variants(options.policies)
                 for gate in engine.gate_names]

@@ -76,8 +76,7 @@ class Check(abc.ABC):
         Also what the pool writes when a worker dies (crash, timeout, oom) before the check
         finished, so the matrix has the same cells whatever happened.
         """
-        return [Result(case.model_type, self.name, failure.status, message=failure.message,
-                       signature=failure.signature)]
+        return [Result.failed(case.model_type, self.name, failure)]
 
 
 class CaseContext:

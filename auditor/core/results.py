@@ -27,7 +27,7 @@ from typing import Any
 
 from auditor.core.engineinfo import EngineInfo
 from auditor.core.errors import InputError
-from auditor.core.status import Status
+from auditor.core.status import Failure, Status, default_fault
 
 FORMAT_VERSION = 2
 READABLE_VERSIONS = (1, 2)
@@ -52,6 +52,22 @@ class Result:
     seconds: float = 0.0
     extras: dict[str, Any] = field(default_factory=dict)
     worker: str = ""
+    # Whose fault the row is (auditor.core.fault.Fault's value): "" for a pass or a skip. Rows
+    # made from a Failure carry its fault (`failed`); any other row gets its status's default,
+    # and so do rows of files written before the field existed.
+    fault: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.fault:
+            object.__setattr__(self, "fault", default_fault(self.status).value)
+
+    @classmethod
+    def failed(cls, model_type: str, check: str, failure: Failure, **fields: Any) -> Result:
+        """The row of `failure`: its status, message, signature, fault, and its extras merged
+        under the row's own."""
+        extras = {**failure.extras, **fields.pop("extras", {})}
+        return cls(model_type, check, failure.status, message=failure.message, signature=failure.signature,
+                   fault=failure.fault.value, extras=extras, **fields)
 
     @property
     def column(self) -> str:

@@ -16,10 +16,23 @@ from __future__ import annotations
 
 import os
 import re
-import sys
 import traceback
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
+
+from auditor.core.fault import (
+    AUDITED_MARK,  # noqa: F401  (re-exported: the mark's documented home)
+    EngineRefusal,
+    Fault,
+    Origin,
+    origin,
+    per_layer_message,
+    per_layer_read,
+    source_line,
+    where,
+)
+from auditor.core.fault import auditor_bug_at as _bug_at
+from auditor.core.fault import is_stdlib as _is_stdlib
 
 MESSAGE_LIMIT = 2000
 
@@ -43,6 +56,9 @@ class Status(str, Enum):
     AUDITOR_ERROR = "auditor-error"
     # The backend check: a serving engine would stop at this gate.
     UNSUPPORTED = "unsupported"
+    # This machine cannot decide: a limit of the meta device (copying out of a meta tensor), or a
+    # kernel the installed wheel lacks on this hardware. Never a verdict on the model or engine.
+    UNDECIDED = "undecided"
     # Outcomes of the compile check (a failed build there keeps the statuses above).
     COMPILED = "compiled"
     GRAPH_BREAK = "graph-break"
@@ -80,6 +96,8 @@ DESCRIPTIONS: dict[Status, str] = {
     Status.SKIPPED: "the check does not apply; the message says why",
     Status.AUDITOR_ERROR: "the auditor's own code or its executor failed (not the model's): the message names the auditor line, or says `ExecutorError` (a Ray cluster or node that died under the worker)",
     Status.UNSUPPORTED: "backend check: a serving engine's gate refused the model, with the engine's own message",
+    Status.UNDECIDED: "this machine cannot decide: a limit of the meta device (a tensor copied out of it) or a "
+                      "kernel the installed wheel lacks here; the message names it",
     Status.COMPILED: "compile check: one graph for every sequence length, output equal to eager (OK, like `build`)",
     Status.GRAPH_BREAK: "compile check: `torch.compile(fullgraph=True)` hit a graph break; extras say why and where",
     Status.RECOMPILED: "compile check (plain semantics): the second sequence length needed another graph",
@@ -93,21 +111,51 @@ DESCRIPTIONS: dict[Status, str] = {
 
 # The machine's fault, not the model's and not the phase's: kept whatever phase raised them
 # (a missing package is not a graph break), and no other tiny size would help.
-ENVIRONMENTAL = frozenset({Status.OOM, Status.MISSING_DEPENDENCY, Status.NEEDS_HUB})
+ENVIRONMENTAL = frozenset({Status.OOM, Status.MISSING_DEPENDENCY, Status.NEEDS_HUB, Status.UNDECIDED})
+
+# Whose fault a row of each status is, where nothing more is known (a death row, a row written
+# without an exception): the start of the one fault rule, which `classify` refines from the
+# traceback (auditor.core.fault). The compile decorator is the engine's: its refusal of a valid
+# class is the bug this tool exists to show; its failing to infer a model's dynamic arguments is
+# the pairing's. A dead worker leaves no traceback: the machine's, counted apart, rerun.
+DEFAULT_FAULT: dict[Status, Fault] = {
+    Status.BUILD: Fault.NONE, Status.COMPILED: Fault.NONE, Status.SKIPPED: Fault.NONE,
+    Status.REFUSED: Fault.ENGINE, Status.CHECK_ERROR: Fault.ENGINE, Status.DECORATE_ERROR: Fault.PAIRING,
+    Status.UNSUPPORTED: Fault.ENGINE,
+    Status.ERROR: Fault.MODEL, Status.CONFIG_ERROR: Fault.MODEL, Status.EAGER_ERROR: Fault.MODEL,
+    Status.GRAPH_BREAK: Fault.MODEL, Status.RECOMPILED: Fault.MODEL, Status.SPECIALIZED: Fault.MODEL,
+    Status.MISMATCH: Fault.MODEL, Status.COMPILE_ERROR: Fault.MODEL,
+    Status.MISSING_DEPENDENCY: Fault.ENVIRONMENT, Status.NEEDS_HUB: Fault.ENVIRONMENT,
+    Status.TIMEOUT: Fault.ENVIRONMENT, Status.OOM: Fault.ENVIRONMENT, Status.CRASH: Fault.ENVIRONMENT,
+    Status.UNDECIDED: Fault.ENVIRONMENT,
+    Status.AUDITOR_ERROR: Fault.AUDITOR,
+}
+
+
+def default_fault(status: Status) -> Fault:
+    return DEFAULT_FAULT[status]
 
 
 @dataclass(frozen=True)
 class Failure:
-    """Why something did not pass, as a row says it."""
+    """Why something did not pass, as a row says it: its status, message, signature, whose
+    fault it is (the status's default unless `classify` knew better) and what else the row
+    records of it (`extras`: where it was raised, the per-layer attribute read)."""
 
     status: Status
     message: str
     signature: str
+    fault: Fault | None = None
+    extras: dict = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.fault is None:
+            object.__setattr__(self, "fault", default_fault(self.status))
 
     @classmethod
-    def because(cls, status: Status, message: str) -> Failure:
+    def because(cls, status: Status, message: str, fault: Fault | None = None) -> Failure:
         """A failure the auditor states itself (a death, a skip), its signature derived."""
-        return cls(status, message, signature_of(message))
+        return cls(status, message, signature_of(message), fault)
 
     @property
     def environmental(self) -> bool:
@@ -145,6 +193,9 @@ class Phase(str, Enum):
     COMPILE = "compile"  # compiling it and running it compiled
     TRANSPORT = "transport"  # sending a config to another process (receiver, Ray) and back
     TASK = "task"  # an executor lost a model type's task (Ray)
+    # An engine's step (a gate, the build under its settings) on a model that builds on its own:
+    # what raises there stops the engine there (`unsupported`), attributed by who raised it.
+    ENGINE = "engine"
 
 
 # -- the rules -------------------------------------------------------------------------------
@@ -163,6 +214,14 @@ _HUB_MARKERS = (
 )
 _HUB_TYPES = {"OfflineModeIsEnabled", "LocalEntryNotFoundError", "ConnectionError", "ConnectTimeout"}
 _OOM_TYPES = {"MemoryError", "OutOfMemoryError"}
+# What this machine cannot decide (Status.UNDECIDED): the meta device's limits (a tensor copied
+# or read out of it, as model code that fills a tensor at __init__ does), and a custom kernel the
+# installed wheel lacks here (torch.ops._C.prepack_moe_weight of vLLM's CUDA wheel on a CPU).
+_UNDECIDABLE = (
+    "cannot copy out of meta tensor",
+    "cannot be called on meta tensors",
+    "'_opnamespace' '_c' object has no attribute",
+)
 # vLLM's refusal of a positional argument, word for word (auditor.decorators.interface.refusal).
 REFUSAL_PATTERN = re.compile(
     r"received a positional argument of type '.*', "
@@ -187,20 +246,28 @@ _TASK_RULES: tuple[tuple[frozenset[str], Status, str], ...] = (  # Ray's, matche
 
 
 def classify(exc: BaseException, phase: Phase = Phase.BUILD, *,
-             decorator_files: frozenset[str] = frozenset()) -> Failure:
-    """The failure `exc` stands for, raised in `phase`.
+             decorator_files: frozenset[str] = frozenset(), engine_package: str = "") -> Failure:
+    """The failure `exc` stands for, raised in `phase`, with whose fault it is.
 
     `decorator_files` (Phase.DECORATED): the files of the decorator under audit, so that an
     exception raised in its own code is a check-error rather than the model's error.
+    `engine_package` (Phase.ENGINE): the import name of the engine whose step raised, so that an
+    exception raised in its installed code is the engine's.
     """
     if phase is Phase.TASK:
         return _task_failure(exc)
+    if isinstance(exc, EngineRefusal):  # an emulated gate refusing, as the engine would
+        return Failure(Status.UNSUPPORTED, exc.message, signature_of(exc.message), Fault.ENGINE,
+                       {**_raised(exc, "refusal"), **exc.extras})
     if not isinstance(exc, StatusError) and not is_refusal(exc) and not raised_in(exc, decorator_files):
-        where = auditor_bug_at(exc)
-        if where:
+        # At an engine's step every exception the auditor's own frames raise is ours: the
+        # emulation refuses with EngineRefusal, so anything else there is a bug of ours.
+        at = _bug_at(exc, None if phase is Phase.ENGINE else _BUG_TYPES)
+        if at:
             message = message_of(exc)
-            return Failure(Status.AUDITOR_ERROR, f"{message} [auditor bug at {where}]", signature_of(message))
-    failure = exc.failure if isinstance(exc, StatusError) else _plain(exc)
+            return Failure(Status.AUDITOR_ERROR, f"{message} [auditor bug at {at}]", signature_of(message),
+                           Fault.AUDITOR, {"raised_at": at, "raised_by": Origin.AUDITOR.value})
+    failure = exc.failure if isinstance(exc, StatusError) else _plain(exc, engine_package)
     if phase is Phase.CONFIG and failure.status is Status.ERROR:
         return _with(failure, Status.CONFIG_ERROR)
     if phase is Phase.DECORATED and not isinstance(exc, StatusError):
@@ -216,18 +283,50 @@ def classify(exc: BaseException, phase: Phase = Phase.BUILD, *,
         if type(exc).__name__ in _TRANSPORT_TIMEOUTS:
             return _with(failure, Status.TIMEOUT)
         if MISSING_DYNAMIC_MODULE in failure.message:
-            return _with(failure, Status.ERROR)
+            # Remote code shipped by reference: the receiving process cannot import it. How an
+            # engine ships configs decides it (by value works), not the model.
+            return _with(failure, Status.ERROR, Fault.ENGINE)
         if failure.status is Status.NEEDS_HUB and not isinstance(exc, StatusError):
             # Raised here, not reported by the far side: a round trip fetches nothing, so a
             # connection that failed is the executor's (the sweep's Ray cluster), not the hub's.
             return _with(failure, Status.AUDITOR_ERROR)
+    if phase is Phase.ENGINE and failure.status is Status.ERROR and not isinstance(exc, StatusError):
+        return _at_engine_step(exc, failure)
     return failure
 
 
-def _plain(exc: BaseException) -> Failure:
+def _at_engine_step(exc: BaseException, failure: Failure) -> Failure:
+    """What an engine's step raised on a model that builds on its own: the engine stops there.
+    Raised in the engine's code (or the auditor's copy of it), or a per-layer attribute the
+    engine reads globally: the engine's. Raised in transformers or model code: the pairing's,
+    the message naming the model's line (the lookup that failed)."""
+    by = failure.extras.get("raised_by")
+    read = failure.extras.get("per_layer")
+    if read:
+        message = per_layer_message("the engine", read["attribute"], read["read_at"], failure.message)
+        return Failure(Status.UNSUPPORTED, message, signature_of(message), Fault.ENGINE, failure.extras)
+    if by in (Origin.ENGINE.value, Origin.AUDITED.value):
+        return _with(failure, Status.UNSUPPORTED, Fault.ENGINE)
+    line = source_line(exc)
+    at = failure.extras.get("raised_at", "")
+    message = f"{failure.message} [raised in the model's code at {at}: {line}]" if at and line else failure.message
+    return Failure(Status.UNSUPPORTED, message, failure.signature, Fault.PAIRING, failure.extras)
+
+
+def _raised(exc: BaseException, by: str, engine_package: str = "") -> dict:
+    """Where `exc` was raised and by whom, as a row's extras record it."""
+    at = where(exc)
+    extras = {"raised_at": at, "raised_by": by or origin(exc, engine_package).value} if at else {}
+    read = per_layer_read(exc)
+    if read is not None:
+        extras["per_layer"] = {"attribute": read[0], "read_at": read[1]}
+    return extras
+
+
+def _plain(exc: BaseException, engine_package: str = "") -> Failure:
     """A failure judged by the exception alone: the rules every phase starts from."""
     message = message_of(exc)
-    return Failure(_plain_status(exc), message, signature_of(message))
+    return Failure(_plain_status(exc), message, signature_of(message), None, _raised(exc, "", engine_package))
 
 
 def _plain_status(exc: BaseException) -> Status:
@@ -239,6 +338,8 @@ def _plain_status(exc: BaseException) -> Status:
         return Status.NEEDS_HUB
     if isinstance(exc, ImportError) or _names_missing_package(text):
         return Status.MISSING_DEPENDENCY
+    if any(marker in text for marker in _UNDECIDABLE):
+        return Status.UNDECIDED
     return Status.ERROR
 
 
@@ -247,8 +348,9 @@ def _names_missing_package(text: str) -> bool:
     return "requires the" in text and "library but it was not found" in text
 
 
-def _with(failure: Failure, status: Status) -> Failure:
-    return Failure(status, failure.message, failure.signature)
+def _with(failure: Failure, status: Status, fault: Fault | None = None) -> Failure:
+    """`failure` under another status; its fault that status's default unless given."""
+    return Failure(status, failure.message, failure.signature, fault, failure.extras)
 
 
 def _compile_status(exc: BaseException) -> Status:
@@ -295,15 +397,8 @@ def is_refusal(exc: BaseException) -> bool:
     return isinstance(exc, TypeError) and REFUSAL_PATTERN.search(str(exc)) is not None
 
 
-_STDLIB = os.path.dirname(os.path.abspath(os.__file__))
-_AUDITOR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the auditor package
-# Where the auditor emulates or wraps the thing under audit, the module (or its package's
-# __init__) says so with a top-level `AUDITED = True` (the decorators package, an engine's
-# decorator adapter): the decorator's own failures there are the decorator's (refused,
-# check-error), not an auditor bug.
-AUDITED_MARK = "AUDITED"
 # Exceptions that mean a programming error where they are raised. The auditor raises its
-# deliberate verdicts as StatusErrors or ValueErrors, never as these.
+# deliberate verdicts as StatusErrors, EngineRefusals or ValueErrors, never as these.
 _BUG_TYPES = (AttributeError, ImportError, NameError, TypeError, KeyError, IndexError, AssertionError)
 
 
@@ -311,31 +406,12 @@ def auditor_bug_at(exc: BaseException) -> str:
     """`file.py:line` when `exc` is a programming error raised by the auditor's own code (an
     attribute or import transformers does not have, a wrong call), not by the model's; "" else.
 
-    Judged by the innermost frame that is not plumbing: standard-library frames (importlib's
-    `from x import y`, typing) and torch's `Module.__getattr__` (which raises the missing
-    attribute the auditor asked for) are skipped; a frame inside transformers, torch or model
-    code means the model failed.
+    Judged by the innermost frame that is not plumbing (auditor.core.fault): standard-library
+    frames (importlib's `from x import y`, typing) and torch's `Module.__getattr__` (which raises
+    the missing attribute the auditor asked for) are skipped; a frame inside transformers, torch
+    or model code means the model failed; a module marked AUDITED is the audited code's.
     """
-    if not isinstance(exc, _BUG_TYPES) or isinstance(exc, ModuleNotFoundError):
-        return ""
-    for frame, lineno in reversed(list(traceback.walk_tb(exc.__traceback__))):
-        filename = frame.f_code.co_filename
-        if _is_stdlib(filename) or (frame.f_code.co_name == "__getattr__" and
-                                    filename.endswith(os.path.join("torch", "nn", "modules", "module.py"))):
-            continue
-        path = os.path.abspath(filename)
-        if path.startswith(_AUDITOR + os.sep) and not _audited(frame.f_globals):
-            return f"{os.path.relpath(path, os.path.dirname(_AUDITOR))}:{lineno}"
-        return ""
-    return ""
-
-
-def _audited(module_globals: dict) -> bool:
-    """Whether a frame's module, or the package it is in, carries the AUDITED mark."""
-    if module_globals.get(AUDITED_MARK) is True:
-        return True
-    package = sys.modules.get(module_globals.get("__package__") or "")
-    return getattr(package, AUDITED_MARK, False) is True
+    return _bug_at(exc, _BUG_TYPES)
 
 
 def raised_in(exc: BaseException, files: frozenset[str]) -> bool:
@@ -351,14 +427,6 @@ def raised_in(exc: BaseException, files: frozenset[str]) -> bool:
         if not _is_stdlib(frame.filename):
             return os.path.realpath(frame.filename) in own
     return False
-
-
-def _is_stdlib(filename: str) -> bool:
-    if filename.startswith("<"):  # <frozen abc>, <string>, ...
-        return True
-    path = os.path.abspath(filename)
-    parts = path.split(os.sep)
-    return path.startswith(_STDLIB + os.sep) and "site-packages" not in parts and "dist-packages" not in parts
 
 
 # -- messages and signatures -------------------------------------------------------------------

@@ -14,6 +14,7 @@ wording of its verdicts.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import importlib.metadata
 import importlib.util
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -21,8 +22,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from auditor.core.engineinfo import EMULATED, EngineInfo
+from auditor.core.fault import EngineRefusal
 from auditor.core.hints import install_hint
-from auditor.core.status import Failure, Status, message_of
+from auditor.core.status import Failure, Phase, Status, classify, message_of
 
 # A gate's outcome as a row says it: (status, message, extras), or a Failure (a classified
 # exception, or a skip) that carries its own status, message and signature.
@@ -37,8 +39,12 @@ class Verdict:
     message: str = ""
     extras: dict = field(default_factory=dict)
 
-    def outcome(self) -> tuple[Status, str, dict]:
-        return (Status.BUILD if self.ok else Status.UNSUPPORTED), self.message, dict(self.extras)
+    def outcome(self) -> Outcome:
+        """A pass as (status, message, extras); a refusal as the Failure the one fault rule makes
+        of the engine's refusal (`unsupported`, the engine's fault)."""
+        if self.ok:
+            return Status.BUILD, self.message, dict(self.extras)
+        return classify(EngineRefusal(self.message, extras=self.extras))
 
 
 def _release(version: str) -> str:
@@ -55,13 +61,40 @@ def passed(outcome: Outcome) -> bool:
     return not isinstance(outcome, Failure) and outcome[0].ok
 
 
-def safely(gate: Callable[..., Verdict], *args: Any) -> Outcome:
-    """A gate's outcome; what the engine's own step would raise on this model (an attribute its
-    plan names but the model lacks, say) stops the engine there just the same."""
+def safely(gate: Callable[..., Verdict], *args: Any, package: str = "") -> Outcome:
+    """A gate's outcome. What the engine's step raises on this model stops the engine there just
+    the same, attributed by the one fault rule (auditor.core.status.classify, Phase.ENGINE): raised
+    in transformers or model code (an attribute its plan names but the model lacks, say), the
+    pairing's; in the engine's code (`package`, its import name) or an emulated refusal, the
+    engine's; in the auditor's own frames, an auditor-error, never the engine's verdict."""
     try:
         return gate(*args).outcome()
     except Exception as exc:
-        return Status.UNSUPPORTED, message_of(exc), {}
+        failure = classify(exc, Phase.ENGINE, engine_package=package)
+        noted = getattr(exc, _NOTED, None)
+        return dataclasses.replace(failure, extras={**failure.extras, **noted}) if noted else failure
+
+
+_NOTED = "auditor_gate_extras"
+
+
+@contextlib.contextmanager
+def engine_arithmetic(at: str) -> Iterator[None]:
+    """A line of the engine's own arithmetic, copied into the emulation (`head_dim**-0.5`,
+    `hidden_size // num_heads`): the TypeError or ArithmeticError it raises on a model's missing
+    or zero value is what the engine's line `at` raises, so its refusal. Keep the block to the
+    copied expression: anything else raised in the auditor's frames stays an auditor-error."""
+    try:
+        yield
+    except (TypeError, ArithmeticError) as exc:
+        raise EngineRefusal(message_of(exc), extras={"engine_line": at}) from exc
+
+
+def noted(exc: BaseException, **extras: Any) -> BaseException:
+    """`exc`, to be raised on by a gate with what its row records beside it (where in the engine's
+    step it was): `raise noted(exc, where="Base._vocab_embeddings")`; `safely` judges it."""
+    setattr(exc, _NOTED, {**getattr(exc, _NOTED, {}), **extras})
+    return exc
 
 
 def remote_model_class(case, context) -> type | None:

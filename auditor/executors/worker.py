@@ -102,8 +102,7 @@ def run_check(check: Check, case: ModelCase, context: CaseContext) -> Iterator[R
         yield from check.run(case, context)
     except Exception as exc:
         failure = classify(exc)
-        yield Result(case.model_type, check.name, failure.status, message=failure.message,
-                     signature=failure.signature, seconds=time.perf_counter() - start)
+        yield Result.failed(case.model_type, check.name, failure, seconds=time.perf_counter() - start)
 
 
 def _stamped(result: Result, worker: str) -> Result:

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import re
 
-from auditor.engines.interface import Verdict
+from auditor.core.fault import EngineRefusal
+from auditor.engines.interface import Verdict, engine_arithmetic
 
 _TP_STYLES = frozenset({"colwise", "colwise_rep", "rowwise", "rowwise_rep", "replicate"})
 # transformers.py:230-245
@@ -103,7 +104,7 @@ def normalize_style(style) -> str:
     style = style.lower().replace("-", "_")
     style = _TP_ALIASES.get(style, style)
     if style not in _TP_STYLES:
-        raise ValueError(f"Unsupported TP style '{style}' for Transformers backend.")
+        raise EngineRefusal(f"ValueError: Unsupported TP style '{style}' for Transformers backend.")
     return style
 
 
@@ -126,12 +127,12 @@ def moe_replace(model, config, text) -> int:
     asserts on the config, the expressions it evaluates, and the `experts` modules it replaces
     (a ModuleList, or a module whose parameters are all 3-D). Returns how many it replaces."""
     num_experts = _getattr_first(text, ("num_local_experts", "num_experts", "n_routed_experts"))
-    assert num_experts is not None, "Cannot determine num_experts from config."
+    _asserted(num_experts is not None, "Cannot determine num_experts from config.")
     top_k = _getattr_first(text, ("num_experts_per_tok", "top_k"))
-    assert top_k is not None, "Cannot determine top_k from config."
+    _asserted(top_k is not None, "Cannot determine top_k from config.")
     text.hidden_size  # noqa: B018  (read at transformers.py:1207)
-    assert _getattr_first(text, ("moe_intermediate_size", "intermediate_size")) is not None, \
-        "Cannot determine intermediate_size."
+    _asserted(_getattr_first(text, ("moe_intermediate_size", "intermediate_size")) is not None,
+              "Cannot determine intermediate_size.")
     getattr(text, "norm_topk_prob", top_k > 1)  # transformers.py:1221: the default is evaluated
     config.architectures[0].lower()  # transformers.py:1225
     list(range(num_experts))  # FusedMoE.make_expert_params_mapping iterates range(num_experts)
@@ -218,7 +219,8 @@ def attention_gate(model, config, text, layers: int) -> Verdict:
     num_heads = text.num_attention_heads
     num_kv_heads = getattr(text, "num_key_value_heads", num_heads)
     hidden_size = text.hidden_size
-    head_dim = getattr(text, "head_dim", hidden_size // num_heads)
+    with engine_arithmetic("sglang/srt/models/transformers.py:909"):
+        head_dim = getattr(text, "head_dim", hidden_size // num_heads)
     layer_types = getattr(text, "layer_types", None) or getattr(config, "layer_types", None)
     window = getattr(text, "sliding_window", None) or getattr(config, "sliding_window", None)
     encoder = any(not getattr(m, "is_causal", True) for m in model.modules() if hasattr(m, "is_causal"))
@@ -229,7 +231,8 @@ def attention_gate(model, config, text, layers: int) -> Verdict:
         if layer_types is not None and idx < len(layer_types) and layer_types[idx] == "sliding_attention" \
                 and window is not None:
             sliding += 1
-        _divide(num_heads, 1), head_dim**-0.5, _divide(num_kv_heads, 1)
+        with engine_arithmetic("sglang/srt/models/transformers.py:945-948"):
+            _divide(num_heads, 1), head_dim**-0.5, _divide(num_kv_heads, 1)
     extras = {"layers": layers, "head_dim": head_dim if isinstance(head_dim, int) else repr(head_dim),
               "cross_attention": encoder, "sliding_layers": sliding}
     return Verdict(True, f"{layers} attention instances" + (" (cross attention)" if encoder else ""), extras)
@@ -237,8 +240,16 @@ def attention_gate(model, config, text, layers: int) -> Verdict:
 
 def _divide(numerator, denominator):
     """sglang/srt/distributed/utils.py:68-79."""
-    assert numerator % denominator == 0, f"{numerator} is not divisible by {denominator}"
+    with engine_arithmetic("sglang/srt/distributed/utils.py:70"):  # a missing count (None): SGLang's TypeError
+        divisible = numerator % denominator == 0
+    _asserted(divisible, f"{numerator} is not divisible by {denominator}")
     return numerator // denominator
+
+
+def _asserted(condition: bool, message: str = "") -> None:
+    """SGLang's `assert condition, message`, refusing as SGLang would."""
+    if not condition:
+        raise EngineRefusal(f"AssertionError: {message}" if message else "AssertionError")
 
 
 # -- vocab embedding -----------------------------------------------------------------------------
@@ -254,7 +265,7 @@ def vocab_embed_gate(model, text, vocab_size) -> Verdict:
     dim = getattr(old, "embedding_dim", None)
     if dim is None:
         dim = _getattr_first(text, ("embedding_size", "hidden_size"), None)
-    assert dim is not None
+    _asserted(dim is not None)
     ((vocab_size + 64 - 1) // 64) * 64  # pad_vocab_size(org_vocab_size, DEFAULT_VOCAB_PADDING_SIZE)
     model.set_input_embeddings(old)
     return Verdict(True, f"{vocab_size} x {dim}", {"embedding_dim": dim,

@@ -12,7 +12,8 @@ import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from auditor.engines.interface import Verdict
+from auditor.core.fault import EngineRefusal
+from auditor.engines.interface import Verdict, noted
 from auditor.engines.vllm.build import VLLM_ATTN_IMPL, VLLM_MLA_ATTN_IMPL
 from auditor.engines.vllm.plans import vocab_embeddings, walk
 
@@ -96,8 +97,8 @@ def _scale(expr: ast.expr | None, module) -> float | None:
         return None
     scale = _resolve(expr, module)
     if not isinstance(scale, (int, float)) or isinstance(scale, bool):
-        raise ValueError(f"Cannot resolve attention scaling expression {ast.unparse(expr)!r} in "
-                         f"{type(module).__name__}.")
+        raise EngineRefusal(f"ValueError: Cannot resolve attention scaling expression {ast.unparse(expr)!r} in "
+                            f"{type(module).__name__}.")
     return float(scale)
 
 
@@ -109,8 +110,8 @@ def _sinks(expr: ast.expr | None, module) -> object:
         return None
     s_aux = _resolve(expr, module)
     if not isinstance(s_aux, (nn.Parameter, type(None))):
-        raise ValueError(f"Cannot resolve attention s_aux expression {ast.unparse(expr)!r} in "
-                         f"{type(module).__name__}.")
+        raise EngineRefusal(f"ValueError: Cannot resolve attention s_aux expression {ast.unparse(expr)!r} in "
+                            f"{type(module).__name__}.")
     return s_aux
 
 
@@ -146,7 +147,6 @@ def layers_verdict(dispatching, vllm_config) -> Verdict:
     `text_config.num_hidden_layers` (base.py:628, 601-607), then layer by layer a dispatching
     module (base.py:630-640), its scale (base.py:651) and, for a sliding layer, the config's
     `sliding_window` (base.py:692-693). A step that raises stops vLLM with its message."""
-    from auditor.core.status import message_of
 
     found: dict[int, Dispatch] = {}
     try:
@@ -170,5 +170,5 @@ def layers_verdict(dispatching, vllm_config) -> Verdict:
             if layer_types and layer_types[i] == "sliding_attention":
                 text.sliding_window  # noqa: B018 (base.py:693: the read is what raises)
     except Exception as exc:
-        return Verdict(False, message_of(exc), {"layers_dispatching": len(found)})
+        raise noted(exc, layers_dispatching=len(found)) from None
     return Verdict(True, f"{n_layers} layers dispatch", {"layers_dispatching": len(found)})

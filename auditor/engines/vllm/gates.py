@@ -106,12 +106,7 @@ def registry_gate(config, model_type: str, model_cls: type | None = None) -> Ver
     whether the backend class it names exists (registry.py:1354-1361, 1418). `model_cls`: the
     class `auto_map`'s AutoModel entry loads, for remote code. What the config raises while
     vLLM reads it (a heterogeneous config's per-layer attribute) stops vLLM there too."""
-    from auditor.core.status import message_of
-
-    try:
-        return _registry_gate(config, model_type, model_cls)
-    except Exception as exc:
-        return Verdict(False, message_of(exc))
+    return _registry_gate(config, model_type, model_cls)  # what raises, `safely` judges
 
 
 def _registry_gate(config, model_type: str, model_cls: type | None) -> Verdict:

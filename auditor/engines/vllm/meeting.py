@@ -23,7 +23,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Iterator, Mapping
 
-from auditor.core.status import Failure, Status, classify
+from auditor.core.status import Failure, Phase, Status, classify
 from auditor.engines.interface import Outcome, Verdict, passed, remote_model_class, safely
 from auditor.engines.vllm import build as vllm_build
 from auditor.engines.vllm import gates as emulation
@@ -33,6 +33,7 @@ from auditor.engines.vllm.config import as_vllm_reads
 # The gates whose step is in Base.__init__, in its order (the rows `constructor.Construction` answers;
 # pp-plan answers for several stages, which one-stage construction does not run).
 CONSTRUCTOR_GATES = ("build", "decorate", "enable-if", "pp-plan", "tp-plan", "attention")
+PACKAGE = "vllm"  # vLLM's import name: its installed code's frames are the engine's
 # What vLLM's get_model runs, in order: its ModelConfig's registry, then the constructor.
 _ORDER = ("registry", *CONSTRUCTOR_GATES)
 
@@ -49,8 +50,8 @@ def meet(functions: Mapping[str, Callable[..., Verdict]], case, context, config)
         from auditor.engines.vllm.constructor import construct
 
         construction = construct(config, _classes(context), trust_remote_code=bool(case.remote_code))
-    registry = _as_constructed("registry", functions["registry"](config, case.model_type, model_cls).outcome(),
-                               construction)
+    registry = _as_constructed("registry", safely(functions["registry"], config, case.model_type, model_cls,
+                                                  package=PACKAGE), construction)
     yield "registry", registry
     if not passed(registry):
         return
@@ -85,17 +86,19 @@ def _constructor_steps(functions, case, context, config) -> Iterator[tuple[str, 
                 model = context.model()
                 vllm_config = stack.enter_context(vllm_build.patched_in_place(model))
         except Exception as exc:
-            yield "build", classify(exc)
+            # Where the plain build fails too, the model fails on its own; where it builds, this is
+            # vLLM's setting meeting the model (the fault rule says whose code raised).
+            yield "build", classify(exc, Phase.BUILD if plain is not None else Phase.ENGINE, engine_package=PACKAGE)
             return
         how = "built again under vLLM's settings" if own_build else "the plain meta build stands in for it"
         how += f", from vLLM's own {type(read).__name__}" if read is not config else ""
         yield "build", (Status.BUILD, type(model).__name__, {"model_class": type(model).__name__, "own_build": own_build,
                                                               "note": how})
-        yield "decorate", safely(functions["decorate"], model)
-        yield "enable-if", safely(functions["enable-if"], vllm_config)
-        yield "pp-plan", safely(functions["pp-plan"], model)
-        yield "tp-plan", safely(functions["tp-plan"], model)
-        yield "attention", safely(functions["attention"], model, vllm_config)
+        yield "decorate", safely(functions["decorate"], model, package=PACKAGE)
+        yield "enable-if", safely(functions["enable-if"], vllm_config, package=PACKAGE)
+        yield "pp-plan", safely(functions["pp-plan"], model, package=PACKAGE)
+        yield "tp-plan", safely(functions["tp-plan"], model, package=PACKAGE)
+        yield "attention", safely(functions["attention"], model, vllm_config, package=PACKAGE)
 
 
 def _classes(context) -> tuple[type, ...]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Iterator
 
-from auditor.engines.interface import Verdict
+from auditor.engines.interface import Verdict, noted
 from auditor.engines.vllm.gates import getattr_iter, num_experts
 
 # hf_config.py:70-81 (CONFIG_FIELD_ALIASES["num_experts_per_token"], ["moe_intermediate_size"])
@@ -153,7 +153,7 @@ def tp_plan_gate(model, refuse_style: Callable[..., str | None] = unsupported_st
     try:
         embeddings = vocab_embeddings(model, model.config)  # base.py:511, before any module is replaced
     except Exception as exc:
-        return Verdict(False, message_of(exc), {"where": "Base._vocab_embeddings"})
+        raise noted(exc, where="Base._vocab_embeddings") from None
     text = model.config.get_text_config()
     counted = hasattr(text, "num_hidden_layers")
     if counted and all(isinstance(style, str) for style in plan.values()):

@@ -1,0 +1,225 @@
+"""Whose fault a failure is, read off the traceback: who raised it, and at whose step.
+
+Every row carries a `Fault`. `auditor.core.status.classify` is the one place that sets it (from a
+status's default, `DEFAULT_FAULT`, or from where the exception was raised, `origin`); this module
+holds the vocabulary and the frame rules, and no rule about statuses.
+
+Who raised an exception is its innermost frame that is not plumbing (the standard library's
+frames, torch's `Module.__getattr__` raising the attribute a caller asked for, a config class's
+attribute hooks): the auditor's own code, code the auditor emulates or wraps (a module or package
+marked `AUDITED = True`: an engine's decorator, its adapter), a serving engine's installed package,
+or anything else (transformers, torch, model code: the model's side).
+"""
+
+from __future__ import annotations
+
+import linecache
+import os
+import sys
+import traceback
+from enum import Enum
+
+
+class Fault(str, Enum):
+    """Whose fault a row is; the values are the exact strings of every output."""
+
+    NONE = ""  # a pass, or a skip: nothing failed
+    MODEL = "model"  # the model (its config, its code, transformers) fails on its own
+    ENGINE = "engine"  # the engine refuses or breaks on a model that builds on its own
+    PAIRING = "engine/model"  # the engine's step meets the model's code: either side could fix it
+    ENVIRONMENT = "environment"  # this machine: a package, a kernel, the meta device, memory, time
+    AUDITOR = "auditor"  # the auditor's own code or executor: a bug of ours
+
+    def __str__(self) -> str:
+        return self.value
+
+    @property
+    def description(self) -> str:
+        return FAULT_DESCRIPTIONS[self]
+
+
+FAULT_DESCRIPTIONS: dict[Fault, str] = {
+    Fault.NONE: "nothing failed (a pass or a skip)",
+    Fault.MODEL: "the model fails on its own: its default config, its code, or transformers' code for it",
+    Fault.ENGINE: "the serving engine (or its compile decorator) refuses or breaks on a model that builds on "
+                  "its own: the engine's own refusal, or an exception raised in the engine's code",
+    Fault.PAIRING: "the engine's step meets the model's code (the engine's setting, say, is a key the model's "
+                   "own lookup lacks): raised in transformers or model code at the engine's step",
+    Fault.ENVIRONMENT: "this machine, not a verdict: a missing package, a kernel the installed wheel lacks, the "
+                       "meta device's limits, memory, time, a dead worker",
+    Fault.AUDITOR: "the auditor's own code or executor failed: a bug of ours, never the model's",
+}
+
+
+class EngineRefusal(Exception):
+    """An emulated engine refusing a model, as the engine's own code would: `message` is the
+    engine's (`"ValueError: Unsupported TP style ..."`, its exception type first), `gate` the gate
+    it stops at where the raiser knows it, `extras` what the row records beside it. Raised in the
+    auditor's emulation, it is the engine's verdict (`unsupported`, fault engine), never an
+    auditor bug."""
+
+    def __init__(self, message: str, *, gate: str = "", extras: dict | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.gate = gate
+        self.extras = dict(extras or {})
+
+
+# -- who raised it -------------------------------------------------------------------------------
+
+class Origin(str, Enum):
+    AUDITOR = "auditor"  # the auditor's own code
+    AUDITED = "audited"  # the auditor's copy or wrapper of what it audits (an engine's decorator)
+    ENGINE = "engine"  # a serving engine's installed package
+    MODEL = "model"  # transformers, torch, model code: the model's side
+
+
+_STDLIB = os.path.dirname(os.path.abspath(os.__file__))
+_AUDITOR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the auditor package
+# Where the auditor emulates or wraps the thing under audit, the module (or its package's
+# __init__) says so with a top-level `AUDITED = True` (the decorators package, an engine's
+# decorator adapter): failures raised there are the audited code's verdicts, not an auditor bug.
+AUDITED_MARK = "AUDITED"
+# Frames that only pass an attribute read on: a config class's attribute hooks.
+_ATTRIBUTE_HOOKS = frozenset({"__getattribute__", "__getattr__"})
+_PER_LAYER_ERROR = "AmbiguousGlobalPerLayerAttributeError"
+
+
+def _frames(exc: BaseException) -> list:
+    return list(traceback.walk_tb(exc.__traceback__))
+
+
+def _plumbing(frame) -> bool:
+    filename = frame.f_code.co_filename
+    return is_stdlib(filename) or (frame.f_code.co_name == "__getattr__" and
+                                   filename.endswith(os.path.join("torch", "nn", "modules", "module.py")))
+
+
+def innermost(exc: BaseException):
+    """(frame, line) of the innermost frame of `exc` that is not plumbing; None without one."""
+    for frame, lineno in reversed(_frames(exc)):
+        if not _plumbing(frame):
+            return frame, lineno
+    return None
+
+
+def origin(exc: BaseException, engine_package: str = "") -> Origin:
+    """Who raised `exc` (see the module's docstring). `engine_package`: the import name of the
+    engine whose step raised it, so that a frame of its installed package is the engine's."""
+    found = innermost(exc)
+    if found is None:
+        return Origin.MODEL
+    frame, _ = found
+    path = os.path.abspath(frame.f_code.co_filename)
+    if path.startswith(_AUDITOR + os.sep):
+        return Origin.AUDITED if _audited(frame.f_globals) else Origin.AUDITOR
+    if engine_package and in_package(path, engine_package):
+        return Origin.ENGINE
+    return Origin.MODEL
+
+
+def in_package(path: str, package: str) -> bool:
+    """Whether `path` is a file of the installed package `package` (under site-packages)."""
+    parts = os.path.abspath(path).split(os.sep)
+    for index, part in enumerate(parts[:-1]):
+        if part in ("site-packages", "dist-packages") and parts[index + 1] == package:
+            return True
+    return False
+
+
+def where(exc: BaseException) -> str:
+    """`file.py:line` of the innermost non-plumbing frame, relative to its package's root (the
+    auditor's, or site-packages); "" without a frame."""
+    found = innermost(exc)
+    return _place(*found) if found else ""
+
+
+def _place(frame, lineno: int) -> str:
+    path = os.path.abspath(frame.f_code.co_filename)
+    if path.startswith(_AUDITOR + os.sep):
+        return f"{os.path.relpath(path, os.path.dirname(_AUDITOR))}:{lineno}"
+    parts = path.split(os.sep)
+    for index in range(len(parts) - 1, -1, -1):
+        if parts[index] in ("site-packages", "dist-packages"):
+            return f"{'/'.join(parts[index + 1:])}:{lineno}"
+    return f"{os.path.basename(path)}:{lineno}"
+
+
+def source_line(exc: BaseException) -> str:
+    """The source line the innermost non-plumbing frame raised at, stripped ("" if unknown)."""
+    found = innermost(exc)
+    if found is None:
+        return ""
+    frame, lineno = found
+    return linecache.getline(frame.f_code.co_filename, lineno).strip()
+
+
+def auditor_bug_at(exc: BaseException, types: tuple[type[BaseException], ...] | None = None) -> str:
+    """`file.py:line` when `exc` (of one of `types`; any type for None) was raised by the
+    auditor's own code, not code it audits or emulates and not the model's; "" else."""
+    if types is not None and (not isinstance(exc, types) or isinstance(exc, ModuleNotFoundError)):
+        return ""
+    if isinstance(exc, EngineRefusal):
+        return ""
+    found = innermost(exc)
+    if found is None:
+        return ""
+    frame, lineno = found
+    path = os.path.abspath(frame.f_code.co_filename)
+    if path.startswith(_AUDITOR + os.sep) and not _audited(frame.f_globals):
+        return _place(frame, lineno)
+    return ""
+
+
+def _audited(module_globals: dict) -> bool:
+    """Whether a frame's module, or the package it is in, carries the AUDITED mark."""
+    if module_globals.get(AUDITED_MARK) is True:
+        return True
+    package = sys.modules.get(module_globals.get("__package__") or "")
+    return getattr(package, AUDITED_MARK, False) is True
+
+
+def is_stdlib(filename: str) -> bool:
+    if filename.startswith("<"):  # <frozen abc>, <string>, ...
+        return True
+    path = os.path.abspath(filename)
+    parts = path.split(os.sep)
+    return path.startswith(_STDLIB + os.sep) and "site-packages" not in parts and "dist-packages" not in parts
+
+
+# -- per-layer (heterogeneous) configs -----------------------------------------------------------
+
+def per_layer_read(exc: BaseException) -> tuple[str, str] | None:
+    """(attribute, reader's `file.py:line`) when `exc` is, or was caused by, transformers'
+    AmbiguousGlobalPerLayerAttributeError (a per-layer attribute read globally, transformers
+    >= 5.15); the reader is the innermost frame outside the config's own attribute machinery."""
+    current, seen = exc, set()
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if any(klass.__name__ == _PER_LAYER_ERROR for klass in type(current).__mro__):
+            return _attribute_named(current), _reader(current)
+        current = current.__cause__ or current.__context__
+    return None
+
+
+def per_layer_message(engine: str, attribute: str, at: str, message: str) -> str:
+    """The one wording of a per-layer attribute read globally: its head (before ": ") is the
+    signature's, unmasked, so that the types one engine line stops group as one cause."""
+    return f"{engine} reads per-layer attribute {attribute!r} globally at {at}: {message}"
+
+
+def _attribute_named(exc: BaseException) -> str:
+    text = str(exc)
+    return text.split("'")[1] if text.startswith("'") and text.count("'") >= 2 else ""
+
+
+def _reader(exc: BaseException) -> str:
+    transformers = sys.modules.get("transformers")
+    root = os.path.dirname(transformers.__file__) if transformers is not None else "\0"
+    config_files = (os.path.join(root, "configuration_utils.py"), os.path.join(root, "integrations", "heterogeneity"))
+    for frame, lineno in reversed(_frames(exc)):
+        path = os.path.abspath(frame.f_code.co_filename)
+        if _plumbing(frame) or frame.f_code.co_name in _ATTRIBUTE_HOOKS or path.startswith(config_files):
+            continue
+        return _place(frame, lineno)
+    return ""
