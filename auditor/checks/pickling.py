@@ -26,6 +26,7 @@ from collections.abc import Iterator, Sequence
 
 from auditor.checks import register
 from auditor.checks.interface import CaseContext, Check, Options
+from auditor.core.fault import Fault
 from auditor.core.results import Result
 from auditor.core.status import MISSING_DYNAMIC_MODULE, Failure, Phase, Status, classify, signature_of
 from auditor.models.cases import ModelCase
@@ -96,7 +97,7 @@ class PickleCheck(Check):
         # for the far build's components, as in the decorate check.
         def row(component: str, policy: str = "") -> Result:
             return Result(case.model_type, self.name, failure.status, component=component, policy=policy,
-                          message=failure.message, signature=failure.signature)
+                          message=failure.message, signature=failure.signature, fault=failure.fault.value)
 
         return [row(BY_REF_BUILTIN), row(BY_REF_REMOTE), row(BY_VALUE_REMOTE),
                 *(row(f"{FAR_BUILD}:decoder", policy) for policy in options.decorator_policies), row(RAY)]
@@ -129,6 +130,7 @@ class PickleCheck(Check):
             failure = _failure_of(exc)
             # The documented outcome (`error`, for want of transformers_modules) is marked expected.
             return _row(case, BY_REF_REMOTE, failure.status, failure.message, start, signature=failure.signature,
+                        fault=failure.fault,
                         extras={"expected": True} if MISSING_DYNAMIC_MODULE in failure.message else {})
         return _row(case, BY_REF_REMOTE, Status.BUILD, f"loaded by reference as {facts['class']}: the far "
                     "side could import the remote code", start, extras={"expected": False})
@@ -148,14 +150,16 @@ class PickleCheck(Check):
                 facts = far.load(payload)
         except Exception as exc:
             failure = _failure_of(exc)
-            yield _row(case, BY_VALUE_REMOTE, failure.status, failure.message, start, signature=failure.signature)
+            yield _row(case, BY_VALUE_REMOTE, failure.status, failure.message, start, signature=failure.signature,
+                        fault=failure.fault)
             yield from _far_rows(case, components, options.decorator_policies, plain or failure)
             return
         yield _compared(case, BY_VALUE_REMOTE, parcel.config, facts, start)
         if plain is not None or "build_failure" in facts:
+            failed = facts.get("build_failure", {})
             yield from _far_rows(case, components, options.decorator_policies, plain or Failure(
-                Status(facts["build_failure"]["status"]), facts["build_failure"]["message"],
-                facts["build_failure"]["signature"]))
+                Status(failed["status"]), failed["message"], failed["signature"],
+                Fault(failed["fault"]) if failed.get("fault") else None, failed.get("extras", {})))
             return
         # The refusal the far build exists to show: the config came by value as a new class, so the
         # policy without the config exemption refuses a component that `fixed` builds.
@@ -182,7 +186,8 @@ class PickleCheck(Check):
             facts = self._trip(options).round_trip(parcel)
         except Exception as exc:
             failure = _failure_of(exc)
-            return _row(case, RAY, failure.status, failure.message, start, signature=failure.signature)
+            return _row(case, RAY, failure.status, failure.message, start, signature=failure.signature,
+                        fault=failure.fault)
         return _compared(case, RAY, parcel.config, facts, start)
 
     def _without_twin(self, case: ModelCase, context: CaseContext, plain: Failure | None, reason: str):
@@ -246,8 +251,8 @@ def _components(context: CaseContext) -> list[str]:
 def _far_rows(case: ModelCase, components: Sequence[str], policies: Sequence[str], failure: Failure) -> Iterator[Result]:
     for policy in policies:
         for component in components:
-            yield Result(case.model_type, PickleCheck.name, failure.status, component=f"{FAR_BUILD}:{component}",
-                         policy=policy, message=failure.message, signature=failure.signature)
+            yield Result.failed(case.model_type, PickleCheck.name, failure, component=f"{FAR_BUILD}:{component}",
+                                policy=policy)
 
 
 def _compared(case: ModelCase, component: str, config, facts: dict, start: float) -> Result:
@@ -279,13 +284,14 @@ def _failure_of(exc: Exception) -> Failure:
 
 def _failed(case: ModelCase, component: str, exc: Exception, start: float) -> Result:
     failure = _failure_of(exc)
-    return _row(case, component, failure.status, failure.message, start, signature=failure.signature)
+    return _row(case, component, failure.status, failure.message, start, signature=failure.signature,
+                        fault=failure.fault)
 
 
 def _row(case: ModelCase, component: str, status: Status, message: str, start: float | None = None, *,
-         signature: str | None = None, extras: dict | None = None) -> Result:
+         signature: str | None = None, extras: dict | None = None, fault: Fault | None = None) -> Result:
     if signature is None:
         signature = signature_of(message) if message and not status.ok else ""
     return Result(case.model_type, PickleCheck.name, status, component=component, message=message,
                   signature=signature, seconds=time.perf_counter() - start if start is not None else 0.0,
-                  extras=extras or {})
+                  extras=extras or {}, fault=fault.value if fault is not None else "")

@@ -257,8 +257,10 @@ def classify(exc: BaseException, phase: Phase = Phase.BUILD, *,
     if phase is Phase.TASK:
         return _task_failure(exc)
     if isinstance(exc, EngineRefusal):  # an emulated gate refusing, as the engine would
+        # Raised on behalf of a copied engine line (`raise EngineRefusal(...) from exc`): where that
+        # line's own exception was raised, not the raise statement.
         return Failure(Status.UNSUPPORTED, exc.message, signature_of(exc.message), Fault.ENGINE,
-                       {**_raised(exc, "refusal"), **exc.extras})
+                       {**_raised(exc.__cause__ or exc, "refusal"), **exc.extras})
     if not isinstance(exc, StatusError) and not is_refusal(exc) and not raised_in(exc, decorator_files):
         # At an engine's step every exception the auditor's own frames raise is ours: the
         # emulation refuses with EngineRefusal, so anything else there is a bug of ours.

@@ -79,14 +79,15 @@ _NOTED = "auditor_gate_extras"
 
 
 @contextlib.contextmanager
-def engine_arithmetic(at: str) -> Iterator[None]:
-    """A line of the engine's own arithmetic, copied into the emulation (`head_dim**-0.5`,
-    `hidden_size // num_heads`): the TypeError or ArithmeticError it raises on a model's missing
-    or zero value is what the engine's line `at` raises, so its refusal. Keep the block to the
-    copied expression: anything else raised in the auditor's frames stays an auditor-error."""
+def engine_line(at: str) -> Iterator[None]:
+    """A line of the engine's own code, copied into the emulation (`head_dim**-0.5`,
+    `get_input_embeddings().num_embeddings`): the TypeError, AttributeError or ArithmeticError it
+    raises on a model's missing or odd value is what the engine's line `at` raises, so its
+    refusal. Keep the block to the copied expression: anything else raised in the auditor's
+    frames stays an auditor-error."""
     try:
         yield
-    except (TypeError, ArithmeticError) as exc:
+    except (TypeError, AttributeError, ArithmeticError) as exc:
         raise EngineRefusal(message_of(exc), extras={"engine_line": at}) from exc
 
 

@@ -18,6 +18,7 @@ import re
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 
+from auditor.core.fault import Fault
 from auditor.core.outcome import Outcome
 from auditor.core.results import Run
 from auditor.report.baseline import Baseline, expected_matrix
@@ -58,6 +59,9 @@ def render_junit(runs: Sequence[Run], expected: Baseline | None = None) -> str:
             elif outcome in (Outcome.EXPECTED, Outcome.FLAKY):
                 label = expected_label(matrix.baseline) if cell.by_baseline else outcome.label
                 _child(case, "skipped", f"{label}: {cell.status}: {cell.signature or message}")
+            elif outcome is Outcome.FINDING and cell.result.fault == Fault.AUDITOR.value:
+                # The tool failed, not the model's test: an <error>, as pytest reports a broken fixture.
+                _child(case, "error", cell.signature or cell.status, text=message, type=cell.status.value)
             elif outcome is Outcome.FINDING:
                 _child(case, "failure", cell.signature or cell.status, text=message, type=cell.status.value)
     _totals(root)
@@ -120,7 +124,7 @@ def _totals(root: ET.Element) -> None:
     for suite in root.iter("testsuite"):
         cases = suite.findall("testcase")
         counts = {"tests": len(cases), "failures": sum(1 for c in cases if c.find("failure") is not None),
-                  "errors": 0, "skipped": sum(1 for c in cases if c.find("skipped") is not None)}
+                  "errors": sum(1 for c in cases if c.find("error") is not None), "skipped": sum(1 for c in cases if c.find("skipped") is not None)}
         time = sum(float(c.get("time", "0")) for c in cases)
         for key, value in counts.items():
             suite.set(key, str(value))

@@ -13,7 +13,7 @@ from auditor.report.serve import verdicts
 
 LONG_COLUMNS = [
     "environment", "model_type", "check", "component", "policy", "column",
-    "status", "signature", "message", "seconds", "model_class", "parameters",
+    "status", "fault", "signature", "message", "seconds", "model_class", "parameters",
     "parameter_bytes", "escaped", "worker",
 ]
 
@@ -32,6 +32,7 @@ def long_frame(runs: Sequence[Run]) -> pd.DataFrame:
                 "policy": r.policy,
                 "column": r.column,
                 "status": r.status.value,
+                "fault": r.fault,
                 "signature": r.signature,
                 "message": r.message,
                 "seconds": round(r.seconds, 3),

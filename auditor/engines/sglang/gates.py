@@ -21,7 +21,7 @@ import copy
 
 from auditor.core.fault import EngineRefusal, per_layer_message, per_layer_read
 from auditor.core.status import message_of
-from auditor.engines.interface import Verdict
+from auditor.engines.interface import Verdict, engine_line
 from auditor.engines.vllm.gates import architecture
 
 # model_config.py:2360-2388: the architectures SGLang serves as pooling models.
@@ -46,9 +46,7 @@ ATTN_IMPL = "sglang"  # transformers.py:326 (registered), 617 (set)
 def sglang_config(config, model_type: str):
     """A copy of `config` naming the architecture a checkpoint would (SGLang's getters patch the
     config they read: hf_common.py:519-544), or None where there is none."""
-    arch = architecture(config, model_type)
-    if isinstance(arch, (tuple, list)):  # a type with several AutoModel classes (funnel): the first
-        arch = arch[0] if arch else None
+    arch = architecture(config, model_type)  # funnel's two AutoModel classes: the first
     if not arch:
         return None
     config = copy.deepcopy(config)
@@ -193,7 +191,8 @@ def embeddings_gate(model, text) -> Verdict:
     """TransformersBase.__init__ after the build (transformers.py:632-644): `vocab_size` is read
     with `get_input_embeddings().num_embeddings` as getattr's default, which Python evaluates
     first whatever the config has; `num_hidden_layers` with a default of 0."""
-    vocab_size = getattr(text, "vocab_size", model.get_input_embeddings().num_embeddings)
+    with engine_line("sglang/srt/models/transformers.py:632-636"):
+        vocab_size = getattr(text, "vocab_size", model.get_input_embeddings().num_embeddings)
     layers = getattr(text, "num_hidden_layers", 0)
     return Verdict(True, f"vocab {vocab_size}, {layers} layers", {"vocab_size": vocab_size, "layers": layers})
 

@@ -61,7 +61,10 @@ def architecture(config, model_type: str) -> str | None:
     archs = getattr(config, "architectures", None)
     if archs:
         return archs[0]
-    return MODEL_MAPPING_NAMES.get(getattr(config, "model_type", model_type))
+    arch = MODEL_MAPPING_NAMES.get(getattr(config, "model_type", model_type))
+    # A type with several AutoModel classes (funnel: FunnelModel, FunnelBaseModel): a checkpoint
+    # names one, the first.
+    return arch[0] if isinstance(arch, (tuple, list)) and arch else arch
 
 
 def backend_class(config, arch: str) -> str:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Iterator
 
-from auditor.engines.interface import Verdict, noted
+from auditor.engines.interface import Verdict, engine_line, noted
 from auditor.engines.vllm.gates import getattr_iter, num_experts
 
 # hf_config.py:70-81 (CONFIG_FIELD_ALIASES["num_experts_per_token"], ["moe_intermediate_size"])
@@ -45,7 +45,8 @@ def pp_plan_gate(model) -> Verdict:
         module = model.get_decoder()
         names = [n for n, c in module.named_children() if next(c.parameters(), None) is not None]
         source = "inferred"
-    lists = [name for name in names if isinstance(attrgetter(name)(module), nn.ModuleList)]
+    with engine_line("vllm/model_executor/models/transformers/base.py:386-425"):
+        lists = [name for name in names if isinstance(attrgetter(name)(module), nn.ModuleList)]
     extras = {"plan": source, "module_lists": lists}
     if len(lists) > 1:
         return Verdict(False, "ValueError: Pipeline parallel of models with multiple `ModuleList`s in the base "
