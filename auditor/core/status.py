@@ -293,11 +293,11 @@ def classify(exc: BaseException, phase: Phase = Phase.BUILD, *,
             # connection that failed is the executor's (the sweep's Ray cluster), not the hub's.
             return _with(failure, Status.AUDITOR_ERROR)
     if phase is Phase.ENGINE and failure.status is Status.ERROR and not isinstance(exc, StatusError):
-        return _at_engine_step(exc, failure)
+        return _at_engine_step(exc, failure, engine_package)
     return failure
 
 
-def _at_engine_step(exc: BaseException, failure: Failure) -> Failure:
+def _at_engine_step(exc: BaseException, failure: Failure, engine_package: str = "") -> Failure:
     """What an engine's step raised on a model that builds on its own: the engine stops there.
     Raised in the engine's code (or the auditor's copy of it), or a per-layer attribute the
     engine reads globally: the engine's. Raised in transformers or model code: the pairing's,
@@ -305,7 +305,7 @@ def _at_engine_step(exc: BaseException, failure: Failure) -> Failure:
     by = failure.extras.get("raised_by")
     read = failure.extras.get("per_layer")
     if read:
-        message = per_layer_message("the engine", read["attribute"], read["read_at"], failure.message)
+        message = per_layer_message(engine_package or "the engine", read["attribute"], read["read_at"], failure.message)
         return Failure(Status.UNSUPPORTED, message, signature_of(message), Fault.ENGINE, failure.extras)
     if by in (Origin.ENGINE.value, Origin.AUDITED.value):
         return _with(failure, Status.UNSUPPORTED, Fault.ENGINE)

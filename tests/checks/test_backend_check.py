@@ -162,13 +162,27 @@ def plugin_models():
     return build
 
 
+class _Answer:
+    """A gate's outcome as the backend check gets it (through `safely`, the one fault rule)."""
+
+    def __init__(self, outcome):
+        from auditor.core.status import Failure
+        from auditor.engines.interface import passed
+
+        self.ok = passed(outcome)
+        self.failure = outcome if isinstance(outcome, Failure) else None
+        self.message = outcome.message if self.failure else outcome[1]
+
+
 def _gates(model):
+    from auditor.engines.interface import safely
     from auditor.engines.vllm.attention import attention_gate
     from auditor.engines.vllm.build import patched_in_place
     from auditor.engines.vllm.plans import pp_plan_gate, tp_plan_gate
 
     with patched_in_place(model) as config:
-        return pp_plan_gate(model), tp_plan_gate(model), attention_gate(model, config)
+        return tuple(_Answer(safely(gate, *args)) for gate, args in
+                     ((pp_plan_gate, (model,)), (tp_plan_gate, (model,)), (attention_gate, (model, config))))
 
 
 def test_the_control_plugin_passes_the_plan_and_attention_gates(plugin_models):
@@ -202,6 +216,7 @@ def test_each_plugin_fails_its_gate_with_vllms_message(plugin_models, model_type
     verdict = _gates(model)[gate]
     assert not verdict.ok
     assert verdict.message.startswith(message)
+    assert verdict.failure.status is Status.UNSUPPORTED  # the engine stops; not a bug of ours
 
 
 def test_enable_if_raises_where_vllm_reads_a_rope_type_that_is_missing():
@@ -251,11 +266,15 @@ def test_an_attention_scale_vllm_cannot_resolve_stops_the_attention_instances(re
     from auditor.engines.vllm.attention import attention_gate
     from auditor.engines.vllm.build import patched_in_place
 
+    from auditor.core.fault import Fault
+    from auditor.engines.interface import safely
+
     model = real_model("modernbert")
     with patched_in_place(model) as config:
-        verdict = attention_gate(model, config)
-    assert verdict.message == ("ValueError: Cannot resolve attention scaling expression 'self.head_dim ** (-0.5)' "
+        failure = safely(attention_gate, model, config)
+    assert failure.message == ("ValueError: Cannot resolve attention scaling expression 'self.head_dim ** (-0.5)' "
                                "in ModernBertAttention.")
+    assert (failure.status, failure.fault) == (Status.UNSUPPORTED, Fault.ENGINE)
 
 
 def test_version_floor_message_is_vllms():

@@ -26,7 +26,8 @@ import traceback
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from auditor.core.status import Status, classify, message_of
+from auditor.core.fault import Fault
+from auditor.core.status import Phase, Status, classify, message_of
 from auditor.engines.vllm.gates import BACKEND_CLASSES
 
 _BACKEND_DIR = os.path.join("model_executor", "models", "transformers")
@@ -63,6 +64,7 @@ class Construction:
     step: str = ""
     constructed: bool = False
     status: Status = Status.UNSUPPORTED  # the stopping gate's row: the build's failure keeps its own
+    fault: Fault | None = None  # whose fault the stop is (the one rule, auditor.core.status.classify)
 
     def passed(self, gate: str, order: tuple[str, ...]) -> bool:
         """Whether vLLM's constructor ran `gate`'s step (one of `order`) and went on."""
@@ -115,14 +117,15 @@ def classes_restored(classes) -> Iterator[None]:
 _MISSING = object()
 
 
-def construct(config, classes=(), trust_remote_code: bool = False) -> Construction:
+def construct(config, classes=(), trust_remote_code: bool = False, plain_failed: bool = False) -> Construction:
     """vLLM's get_model on `config` (see the module's docstring), the `classes` its model is made
-    of (those of the plain meta build) put back as they were after it."""
+    of (those of the plain meta build) put back as they were after it. `plain_failed`: the plain
+    meta build failed too, so a failed build is the model's own failure, not vLLM's meeting it."""
     with classes_restored(classes):
-        return _construct(config, trust_remote_code)
+        return _construct(config, trust_remote_code, plain_failed)
 
 
-def _construct(config, trust_remote_code: bool) -> Construction:
+def _construct(config, trust_remote_code: bool, plain_failed: bool) -> Construction:
     from vllm.config import DeviceConfig, LoadConfig, ModelConfig, VllmConfig, set_current_vllm_config
     from vllm.model_executor.model_loader import get_model
 
@@ -156,13 +159,13 @@ def _construct(config, trust_remote_code: bool) -> Construction:
             except AttributeError as exc:
                 if _HIDDEN not in str(exc):
                     raise
-                return _attributed(exc, _throwaway_failure(model_config))
+                return _attributed(exc, _throwaway_failure(model_config), plain_failed)
         served = type(model).__name__
         if served not in BACKEND_CLASSES:  # vLLM fell back on a model of its own: the backend refused it
             return _served_by_vllm(served)
         return Construction(served=served, constructed=True)
     except Exception as exc:
-        return _attributed(exc)
+        return _attributed(exc, plain_failed=plain_failed)
     finally:
         shutil.rmtree(directory, ignore_errors=True)
         with contextlib.suppress(Exception):
@@ -209,7 +212,7 @@ def _throwaway_failure(model_config) -> BaseException | None:
     return None
 
 
-def _attributed(exc: BaseException, hidden: BaseException | None = None) -> Construction:
+def _attributed(exc: BaseException, hidden: BaseException | None = None, plain_failed: bool = False) -> Construction:
     frames = traceback.extract_tb(exc.__traceback__)
     step = gate_of(frames)
     if step is None:
@@ -223,10 +226,11 @@ def _attributed(exc: BaseException, hidden: BaseException | None = None) -> Cons
     # AttributeError naming the property: Python drops the build's exception on the way.
     if isinstance(exc, AttributeError) and _HIDDEN in str(exc):
         gate = "build"
-    if gate == "build":  # the build's failure keeps the classifier's status, as the emulation's does
-        failure = classify(hidden or exc)
-        return Construction("build", failure.message, step=where, status=failure.status)
-    return Construction(gate, message_of(exc), step=where)
+    # Judged by the one fault rule, as the emulation's rows are (meeting.py): at vLLM's step, or
+    # the model's own failure where its plain build fails too.
+    phase = Phase.BUILD if gate == "build" and plain_failed else Phase.ENGINE
+    failure = classify(hidden or exc if gate == "build" else exc, phase, engine_package="vllm")
+    return Construction(gate, failure.message, step=where, status=failure.status, fault=failure.fault)
 
 
 def gate_of(frames) -> tuple[str, str] | None:

@@ -23,7 +23,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Iterator, Mapping
 
-from auditor.core.status import Failure, Phase, Status, classify
+from auditor.core.status import Failure, Phase, Status, classify, signature_of
 from auditor.engines.interface import Outcome, Verdict, passed, remote_model_class, safely
 from auditor.engines.vllm import build as vllm_build
 from auditor.engines.vllm import gates as emulation
@@ -49,7 +49,8 @@ def meet(functions: Mapping[str, Callable[..., Verdict]], case, context, config)
     if functions["registry"] is not emulation.registry_gate:
         from auditor.engines.vllm.constructor import construct
 
-        construction = construct(config, _classes(context), trust_remote_code=bool(case.remote_code))
+        construction = construct(config, _classes(context), trust_remote_code=bool(case.remote_code),
+                                 plain_failed=context.plain_failure() is not None)
     registry = _as_constructed("registry", safely(functions["registry"], config, case.model_type, model_cls,
                                                   package=PACKAGE), construction)
     yield "registry", registry
@@ -117,7 +118,8 @@ def _as_constructed(gate: str, outcome: Outcome, construction) -> Outcome:
         return outcome
     note = {"constructor": construction.served or construction.environment or f"stops at {construction.gate}"}
     if construction.gate == gate:
-        return construction.status, construction.message, {**note, "step": construction.step}
+        return Failure(construction.status, construction.message, signature_of(construction.message),
+                       construction.fault, {**note, "step": construction.step})
     if construction.passed(gate, _ORDER) and not passed(outcome) and gate != "pp-plan":
         piece = outcome.message if isinstance(outcome, Failure) else outcome[1]
         return Status.BUILD, "vLLM's constructor passes this step", {**note, "piece": piece}
