@@ -263,11 +263,10 @@ def test_a_config_without_a_layer_count_stops_recursive_replace(real_model):
 
 
 def test_an_attention_scale_vllm_cannot_resolve_stops_the_attention_instances(real_model):
-    from auditor.engines.vllm.attention import attention_gate
-    from auditor.engines.vllm.build import patched_in_place
-
     from auditor.core.fault import Fault
     from auditor.engines.interface import safely
+    from auditor.engines.vllm.attention import attention_gate
+    from auditor.engines.vllm.build import patched_in_place
 
     model = real_model("modernbert")
     with patched_in_place(model) as config:

@@ -8,6 +8,9 @@ import os
 
 import pytest
 
+from auditor.core.fault import Fault
+from auditor.core.status import Phase, classify
+
 pytest.importorskip("vllm", reason="vLLM is not installed (pip install 'model-sweep-auditor[vllm]'): its own "
                                    "constructor needs it (the nox session `vllm` runs these tests)")
 os.environ.setdefault("VLLM_TARGET_DEVICE", "cpu")  # this process may have no GPU: vLLM's CPU platform
@@ -57,8 +60,13 @@ def test_vllm_stops_at_the_attention_scale_with_the_emulations_message(construct
 
     model, construction = constructed("modernbert")
     assert (construction.gate, construction.step) == ("attention", "base.py:191 _create_attention_instances")
+    from auditor.engines.interface import safely
+
     with patched_in_place(model) as config:
-        assert construction.message == attention_gate(model, config).message
+        emulated = safely(attention_gate, model, config)
+    assert construction.message == emulated.message
+    # vLLM's own ValueError, raised in its own code: the engine's, as the emulation's refusal is.
+    assert (construction.status, construction.fault) == (emulated.status, emulated.fault)
 
 
 def test_vllms_registry_refusal_inside_its_config_validation_is_the_registry_gates(constructed):
@@ -89,10 +97,12 @@ def test_vllms_hidden_throwaway_build_failure_is_the_emulations_build_failure(co
     model, construction = constructed("kimi_linear")
     # vLLM reads kimi_linear with its own KimiLinearConfig; the throwaway build's AttributeError
     # reached Base as one naming `_pre_trained_model_classes`: the adapter recovers the build's own.
-    assert (construction.gate, construction.status.value) == ("build", "error")
+    # Its plain build passes: vLLM's build meeting the model's code, the pairing's (the one fault rule).
+    assert (construction.gate, construction.status.value, construction.fault) == ("build", "unsupported", Fault.PAIRING)
     with pytest.raises(AttributeError) as raised:
         build_like_vllm(as_vllm_reads(model.config, "kimi_linear"))
-    assert construction.message == f"AttributeError: {raised.value}"
+    assert construction.message.startswith(f"AttributeError: {raised.value}")
+    assert construction.message == classify(raised.value, Phase.ENGINE, engine_package="vllm").message
 
 
 def test_a_type_vllm_serves_with_its_own_model_stops_at_the_registry(constructed):
