@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from auditor.core.engineinfo import EMULATED, EngineInfo
-from auditor.core.fault import EngineRefusal
+from auditor.core.fault import EngineRefusal, Origin, origin, per_layer_message, per_layer_read
 from auditor.core.hints import install_hint
 from auditor.core.status import Failure, Phase, Status, classify, message_of
 
@@ -79,16 +79,24 @@ _NOTED = "auditor_gate_extras"
 
 
 @contextlib.contextmanager
-def engine_line(at: str) -> Iterator[None]:
-    """A line of the engine's own code, copied into the emulation (`head_dim**-0.5`,
-    `get_input_embeddings().num_embeddings`): the TypeError, AttributeError or ArithmeticError it
-    raises on a model's missing or odd value is what the engine's line `at` raises, so its
-    refusal. Keep the block to the copied expression: anything else raised in the auditor's
-    frames stays an auditor-error."""
+def engine_line(engine: str, at: str) -> Iterator[None]:
+    """A line of `engine`'s own code (its title), copied into the emulation (`head_dim**-0.5`,
+    `get_input_embeddings().num_embeddings`), `at` its file and line. What the copy itself raises
+    on a model's missing or odd value (a TypeError, AttributeError or ArithmeticError in the
+    auditor's frame) is what the engine's line raises: its refusal. A per-layer attribute the line
+    reads globally is the engine's, cited at `at`. Anything raised deeper (transformers' own code)
+    goes on to the one fault rule as it is. Keep the block to the copied line: anything else
+    raised in the auditor's frames stays an auditor-error."""
     try:
         yield
-    except (TypeError, AttributeError, ArithmeticError) as exc:
-        raise EngineRefusal(message_of(exc), extras={"engine_line": at}) from exc
+    except Exception as exc:
+        read = per_layer_read(exc)
+        if read is not None:
+            raise EngineRefusal(per_layer_message(engine, read[0], at, message_of(exc)),
+                                extras={"engine_line": at, "per_layer": {"attribute": read[0], "read_at": at}}) from exc
+        if isinstance(exc, (TypeError, AttributeError, ArithmeticError)) and origin(exc) is Origin.AUDITOR:
+            raise EngineRefusal(message_of(exc), extras={"engine_line": at}) from exc
+        raise
 
 
 def noted(exc: BaseException, **extras: Any) -> BaseException:

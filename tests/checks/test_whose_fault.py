@@ -85,6 +85,11 @@ def test_a_per_layer_config_gets_every_sglang_row_and_the_line_that_reads_it(row
                                     "sglang/srt/utils/hf_transformers/common.py:605: ")
     assert row.extras["per_layer"] == {"attribute": "num_attention_heads",
                                        "read_at": "sglang/srt/utils/hf_transformers/common.py:605"}
+    # vLLM's registry reads the same attribute in its own get_hf_text_config: one line each to fix.
+    vllm = _row(rows, "dots3_note", "backend", "registry")
+    assert (vllm.status, vllm.fault) == (Status.UNSUPPORTED, Fault.ENGINE.value)
+    assert vllm.signature.startswith("vLLM reads per-layer attribute 'num_attention_heads' globally at "
+                                     "vllm/transformers_utils/config.py:1264: ")
 
 
 def test_the_models_own_failure_and_the_environments(rows):

@@ -191,7 +191,7 @@ def embeddings_gate(model, text) -> Verdict:
     """TransformersBase.__init__ after the build (transformers.py:632-644): `vocab_size` is read
     with `get_input_embeddings().num_embeddings` as getattr's default, which Python evaluates
     first whatever the config has; `num_hidden_layers` with a default of 0."""
-    with engine_line("sglang/srt/models/transformers.py:632-636"):
+    with engine_line("SGLang", "sglang/srt/models/transformers.py:632-636"):
         vocab_size = getattr(text, "vocab_size", model.get_input_embeddings().num_embeddings)
     layers = getattr(text, "num_hidden_layers", 0)
     return Verdict(True, f"vocab {vocab_size}, {layers} layers", {"vocab_size": vocab_size, "layers": layers})

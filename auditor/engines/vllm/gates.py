@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import functools
 
-from auditor.engines.interface import Verdict
+from auditor.engines.interface import Verdict, engine_line
 
 # registry.py:784-820: the backend classes vLLM has.
 BACKEND_CLASSES = frozenset({
@@ -121,7 +121,9 @@ def _registry_gate(config, model_type: str, model_cls: type | None) -> Verdict:
         return Verdict(False, "ValueError: No model architectures are specified")
     extras: dict = {"architecture": arch}
     text = config.get_text_config()
-    if text is not config and not hasattr(text, "num_attention_heads"):
+    with engine_line("vLLM", "vllm/transformers_utils/config.py:1264"):  # get_hf_text_config's check
+        lacks_heads = text is not config and not hasattr(text, "num_attention_heads")
+    if lacks_heads:
         return Verdict(False, "ValueError: The text_config extracted from the model config does not have "
                               "`num_attention_heads` attribute. This indicates a mismatch between the model config "
                               "and vLLM's expectations. Please ensure that the model config is compatible with vLLM.",

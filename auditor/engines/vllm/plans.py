@@ -45,7 +45,7 @@ def pp_plan_gate(model) -> Verdict:
         module = model.get_decoder()
         names = [n for n, c in module.named_children() if next(c.parameters(), None) is not None]
         source = "inferred"
-    with engine_line("vllm/model_executor/models/transformers/base.py:386-425"):
+    with engine_line("vLLM", "vllm/model_executor/models/transformers/base.py:386-425"):
         lists = [name for name in names if isinstance(attrgetter(name)(module), nn.ModuleList)]
     extras = {"plan": source, "module_lists": lists}
     if len(lists) > 1:
