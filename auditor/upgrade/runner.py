@@ -124,7 +124,7 @@ def engine_policies(setup: SideSetup, policies: str | None) -> str | None:
 
     names = [p.strip() for p in (policies if policies is not None else ",".join(DEFAULT_POLICIES)).split(",")
              if p.strip()]
-    return ",".join(dict.fromkeys([*names, *(known.get(e.name).decorator.policy for e in setup.engines)]))
+    return ",".join(dict.fromkeys([*names, *(known.get(e.name).policy for e in setup.engines)]))
 
 
 class UpgradeEvents:

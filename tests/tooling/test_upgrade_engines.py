@@ -95,3 +95,16 @@ def test_uv_gets_pips_indexes_and_its_choice_of_version():
     assert uv_settings(config) == {"UV_INDEX_STRATEGY": "unsafe-best-match", "UV_COMPILE_BYTECODE": "1",
                                    "UV_INDEX": "file:///a file:///b", "UV_FIND_LINKS": "/opt/wheels",
                                    "UV_CONSTRAINT": "/c.txt"}
+
+
+def test_each_engine_of_a_side_adds_its_own_policy_sglang_without_a_decorator_too():
+    """SGLang has no compile decorator: its own-code rows are selected by `own_policy` (Engine.policy),
+    which the side's sweep gets beside the asked policies (it raised AttributeError before)."""
+    from pathlib import Path
+
+    from auditor.upgrade.engines import EngineSpec
+    from auditor.upgrade.runner import SideSetup, engine_policies
+
+    setup = SideSetup(nox=("nox",), home=Path("/tmp"), installer="pip",
+                      engines=(EngineSpec("sglang", "0.5.23", "==5.19.0"), EngineSpec("vllm", "0.33.0", "")))
+    assert engine_policies(setup, "legacy").split(",") == ["legacy", "sglang", "vllm"]
