@@ -19,7 +19,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from auditor.core.outcome import Outcome, is_rerun
+from auditor.core.outcome import Outcome
 from auditor.core.results import Run
 from auditor.report.baseline import Baseline, expected_matrix
 from auditor.report.breaks import break_groups
@@ -27,7 +27,7 @@ from auditor.report.environments import differences, sentence
 from auditor.report.matrix import Matrix, column_order, environment_infos
 from auditor.report.serve import headlines, verdicts
 from auditor.report.statuses import rank
-from auditor.report.summary import expected_label, failure_groups
+from auditor.report.summary import expected_label, failure_groups, tally
 
 LIMIT = 60_000  # characters; below GitHub's 65,536 with room for what a job appends
 NAMES = 3  # model types named in a table cell, when no more than this many have the status
@@ -80,15 +80,14 @@ def _heading(runs: Sequence[Run], matrix: Matrix) -> list[str]:
         if differ:
             lines += ["", f"**The environments differ in {_esc(differ, 400)}**: a difference between "
                           "their cells may come from any of these."]
-    cells = [c for _, _, c in matrix.cells()]
-    failing = sum(1 for c in cells if c.outcome in _LISTED)
-    relabelled = sum(1 for c in cells if c.by_baseline)
-    expected = sum(1 for c in cells if c.outcome is Outcome.EXPECTED) - relabelled
-    lines.append("")
-    lines.append(f"{len(cells)} cells: {failing} failing" +
-                 (f", {expected} failing as expected" if expected else "") +
-                 (f", {relabelled} {_esc(expected_label(matrix.baseline), 400)}" if relabelled else "") + _reruns(matrix))
+    lines += ["", f"**{tally(matrix).text()}**" + _relabelled(matrix) + _reruns(matrix)]
     return lines
+
+
+def _relabelled(matrix: Matrix) -> str:
+    """` (of them, 2 expected (baseline FILE))`, or "" where no baseline relabelled a cell."""
+    relabelled = sum(1 for _, _, c in matrix.cells() if c.by_baseline)
+    return f" (of them, {relabelled} {_esc(expected_label(matrix.baseline), 400)})" if relabelled else ""
 
 
 def _verdicts(runs: Sequence[Run]) -> list[str]:
@@ -117,7 +116,7 @@ def _folded(summary: str, items: list[str]) -> list[str]:
 
 def _reruns(matrix: Matrix) -> str:
     """`; 3 cells rerun: 1 flaky (passed on a rerun), 2 confirmed`, or "" when none was."""
-    rerun = [c for _, _, c in matrix.cells() if any(is_rerun(r.extras) for r in c.results[1:])]
+    rerun = [c for _, _, c in matrix.cells() if c.verdict.reruns]
     if not rerun:
         return ""
     flaky = sum(1 for c in rerun if c.outcome is Outcome.FLAKY)
@@ -236,7 +235,7 @@ def _details(matrix: Matrix, budget: int) -> str:
 
     failing: dict = {}
     for model_type, col, cell in matrix.cells():
-        if cell.outcome in _LISTED:
+        if cell.outcome is Outcome.FINDING:
             failing.setdefault((col, cell.status), []).append(model_type)
     items = []
     several = len(matrix.environments) > 1
@@ -246,19 +245,14 @@ def _details(matrix: Matrix, budget: int) -> str:
         more = f" and {len(types) - LIST_NAMES} more" if len(types) > LIST_NAMES else ""
         items.append(f"- **{where}** · {_esc(status)} ({len(types)}): {shown}{more}")
     if items:
-        section(f"Failing model types per column ({sum(len(t) for t in failing.values())} cells)", items)
-    groups = failure_groups(matrix, limit=None, by_baseline=False)  # the baseline's counted in the heading
+        section(f"Findings per column ({sum(len(t) for t in failing.values())} cells)", items)
+    groups = failure_groups(matrix, limit=None, outcomes=frozenset({Outcome.FINDING}))  # the rest: counted in the heading
     rows = [f"| {g.count} | {_esc(g.signature)} | {_esc(', '.join(g.statuses))} | "
             f"{_esc(', '.join(g.model_types[:5]))}{' ...' if len(g.model_types) > 5 else ''} |" for g in groups]
     if rows:
-        section(f"Most common failures ({len(groups)} signatures)", rows,
+        section(f"Most common findings ({len(groups)} signatures)", rows,
                 "| cells | signature | statuses | model types |\n|---|---|---|---|\n")
     return "".join(out)
-
-
-# The outcomes the summary lists as failing: the findings, and the skipped cells beside them
-# (under their own status); the expected failures (by design, or by a baseline) are counted apart.
-_LISTED = (Outcome.FINDING, Outcome.SKIPPED)
 
 
 def _split(column: str, policies: list[str]) -> _Probe:

@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from auditor.core.outcome import Outcome, cell_outcome
+from auditor.core.outcome import CellVerdict, Outcome, judge
 from auditor.core.results import RESULTS_FILE, Result, Run, RunInfo
 from auditor.core.status import Status
 
@@ -49,18 +49,25 @@ class Cell:
     results: tuple[Result, ...]
     disagree: bool = False
     listed: bool = False  # an expected baseline lists its failure (status and signature)
-    result: Result = field(init=False)  # the deciding one
-    outcome: Outcome = field(init=False)
+    verdict: CellVerdict = field(init=False)  # the cell rule's (auditor.core.outcome.judge)
     by_baseline: bool = field(init=False)  # the baseline is what makes it `expected` (see `shown`)
 
     def __post_init__(self) -> None:
         # Derived once: reports read a cell's fields many times over.
-        decided = deciding(self.results)
-        object.__setattr__(self, "result", decided)
-        object.__setattr__(self, "outcome", cell_outcome(self.results, expected=self.listed))
-        # The outcome rule asked twice, with and without the baseline: where they differ, the
+        verdict = judge(self.results, expected=self.listed)
+        object.__setattr__(self, "verdict", verdict)
+        # The cell rule asked twice, with and without the baseline: where they differ, the
         # baseline relabelled the cell (a failure by design, or a flaky one, stays what it was).
-        object.__setattr__(self, "by_baseline", self.listed and self.outcome is not cell_outcome(self.results))
+        object.__setattr__(self, "by_baseline", self.listed and verdict.outcome is not judge(self.results).outcome)
+
+    @property
+    def result(self) -> Result:
+        """The row that decides the cell."""
+        return self.verdict.row
+
+    @property
+    def outcome(self) -> Outcome:
+        return self.verdict.outcome
 
     @property
     def status(self) -> Status:
@@ -122,8 +129,8 @@ class Matrix:
 
 
 def deciding(claims: Sequence[Result]) -> Result:
-    """The result that decides a cell several rows claim: the first one read."""
-    return claims[0]
+    """The result that decides a cell several rows claim (the cell rule's `row`)."""
+    return judge(claims).row
 
 
 def run_name(run: Run) -> str:
@@ -157,6 +164,16 @@ def cell_results(runs: Sequence[Run]) -> dict[tuple[str, str, str], Result]:
 def run_cells(run: Run) -> dict[tuple[str, str], Result]:
     """(model type, column) -> the result that decides that cell in one run."""
     return {(model_type, column): r for (_, model_type, column), r in cell_results([run]).items()}
+
+
+def cell_verdicts(runs: Sequence[Run]) -> dict[tuple[str, str, str], CellVerdict]:
+    """(environment, model type, column) -> the cell rule's verdict on that cell."""
+    return {key: judge(claims) for key, claims in cell_claims(runs).items()}
+
+
+def run_verdicts(run: Run) -> dict[tuple[str, str], CellVerdict]:
+    """(model type, column) -> the cell rule's verdict on that cell in one run."""
+    return {(model_type, column): v for (_, model_type, column), v in cell_verdicts([run]).items()}
 
 
 def build_matrix(runs: Sequence[Run], listed: Callable[[str, str, str, str], bool] | None = None,

@@ -25,6 +25,7 @@ from auditor.report.summary import (
     expected_label,
     failure_groups,
     findings,
+    tally,
 )
 
 FAILURES_SHOWN = 30
@@ -65,6 +66,7 @@ def render_report(runs: Sequence[Run], title: str = "Model sweep report", expect
         matrix=matrix,
         several=len(matrix.groups) > 1,
         total_cells=len(cells),
+        tally=tally(matrix),
         legend=present,
         styles={s.name: s for s in present},
         legend_index={s.name: i for i, s in enumerate(present)},

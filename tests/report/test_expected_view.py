@@ -77,11 +77,12 @@ def test_the_failures_table_lists_findings_and_counts_the_expected_cell_apart(re
 
 def test_summary_md_counts_the_expected_cell_apart(reports):
     text = (reports["with"] / "summary.md").read_text()
-    assert f"3 cells: 1 failing, 1 expected (baseline {reports['baseline']})" in text.replace("\\_", "_")
+    assert f"3 cells ran: 1 finding, 1 expected, 1 pass** (of them, 1 expected (baseline {reports['baseline']}))" \
+        in text.replace("\\_", "_")
     assert "1 oom (expected: baseline)" in text and "2 oom" not in text
-    failures = text.split("Most common failures")[1]
+    failures = text.split("Most common findings")[1]
     assert FLIP.replace("_", "\\_") in failures and ALWAYS.replace("_", "\\_") not in failures
-    assert "3 cells: 2 failing\n" in (reports["without"] / "summary.md").read_text()
+    assert "3 cells ran: 2 findings, 1 pass**\n" in (reports["without"] / "summary.md").read_text()
 
 
 def test_the_tables_are_the_rows_and_an_empty_baseline_changes_no_report(reports):
