@@ -24,6 +24,7 @@ from functools import cached_property
 from auditor.core.outcome import CellVerdict, Outcome, judge
 from auditor.core.results import RESULTS_FILE, Result, Run, RunInfo
 from auditor.core.status import Status
+from auditor.report.causes import cause_of
 
 
 @dataclass(frozen=True)
@@ -80,6 +81,11 @@ class Cell:
     @property
     def message(self) -> str:
         return self.result.message
+
+    @property
+    def cause(self) -> str:
+        """What reports group failures by (auditor.report.causes); `signature` stays the row's own."""
+        return cause_of(self.result.message, self.result.signature)
 
     @property
     def seconds(self) -> float:

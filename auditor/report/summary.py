@@ -160,14 +160,14 @@ NOT_PASSED = frozenset(o for o in Outcome if o is not Outcome.PASS)
 
 def failure_groups(matrix: Matrix, limit: int | None = 30, outcomes: frozenset[Outcome] = NOT_PASSED,
                    by_baseline: bool | None = None) -> tuple[FailureGroup, ...]:
-    """The most common signatures of the cells of `outcomes` (every cell that did not pass, by
+    """The most common causes (auditor.report.causes) of the cells of `outcomes` (every cell that did not pass, by
     default; report.html's table asks for the findings alone), most frequent first; `by_baseline`
     True or False: only the cells an expected baseline relabelled, or only the others."""
     by_signature: dict[str, list] = {}
     for model_type, col, cell in matrix.cells():
         if cell.outcome not in outcomes or by_baseline not in (None, cell.by_baseline):
             continue
-        signature = cell.signature or cell.message or f"({cell.status})"
+        signature = cell.cause or f"({cell.status})"
         by_signature.setdefault(signature, []).append((model_type, col, cell))
     groups = [
         FailureGroup(

@@ -130,7 +130,7 @@ def test_script_in_an_error_message_renders_as_text(page, tmp_path):
     page.goto((make_report(tmp_path, [FIXTURES / "xss.jsonl"]) / "report.html").as_uri())
     assert page.evaluate("document.scripts.length") == 2
     assert page.locator("img").count() == 0
-    assert "<script>alert(1)</script>" in page.inner_text("#failures")
+    assert "<script>alert(N)</script>" in page.inner_text("#failures")  # grouped by cause: numbers masked
     assert "</script><script>alert(3)</script>" in page.inner_text("#failures")
     assert "label <i>x</i> & co" in page.inner_text("#environments")
     page.locator("#matrix tr[data-model='evil'] td").first.click()
