@@ -15,6 +15,7 @@ import pytest
 from auditor import engines
 from auditor.core.errors import InputError
 from auditor.core.results import read_run
+from auditor.report.causes import cause_of
 from auditor.report.serve import Compiles, Serves, headlines, unreachable, verdicts
 from tests.conftest import read_rows, run_auditor
 from tests.report.helpers import result, write_run
@@ -72,6 +73,12 @@ def test_serve_csv_says_servable_or_where_it_stops_with_the_engines_message(swee
     t5 = next(r for r in rows if r["model_type"] == "t5" and r["component"] == "decorate" and not r["policy"])
     assert table["llama"]["serve/vllm"] == "servable"
     assert table["t5"]["serve/vllm"] == f"stops at backend/decorate: {t5['message']}"
+    # the same in fields, for scripts
+    assert (table["llama"]["serve/vllm/verdict"], table["llama"]["serve/vllm/gate"]) == ("servable", "")
+    stop = {field: table["t5"][f"serve/vllm/{field}"] for field in ("verdict", "gate", "signature", "message")}
+    assert stop == {"verdict": "stops", "gate": "backend/decorate", "signature": cause_of(t5["message"]),
+                    "message": t5["message"]}
+    assert table["t5"]["serve/vllm/fault"] == t5.get("fault", "")
 
 
 def test_the_verdict_line_heads_the_end_summary(sweep):
