@@ -259,3 +259,37 @@ def _tally(group: Sequence[ServeVerdict]) -> EngineTally:
         stopped=tuple(v for v in group if v.serves is Serves.STOPS),
         undecided=tuple(v for v in group if v.serves is Serves.UNDECIDED),
         compiled=tuple(v.model_type for v in checked if v.compiles is Compiles.YES) if checked else None)
+
+
+@dataclass(frozen=True)
+class GateStops:
+    """The types one engine stops at one of its gates, grouped by cause, most first."""
+
+    gate: str  # the gate's column (`backend/registry`)
+    count: int
+    causes: tuple[tuple[str, tuple[str, ...]], ...]  # (cause, the model types), most first
+
+
+def where_stopped(tally: EngineTally) -> tuple[GateStops, ...]:
+    """Where an engine stops types: gate by gate in the engine's order (its record's `gates`),
+    each with the causes of its stops; the undecided last, under `undecided`."""
+    order = {column: i for i, (_, column) in enumerate(_gate_columns(tally.engine, tally.own))}
+    found = []
+    for gate, group in _by(tally.stopped, lambda v: v.gate, key=lambda gate: order.get(gate, len(order))):
+        found.append(_stops(gate, group))
+    if tally.undecided:
+        found.append(_stops("undecided", tally.undecided))
+    return tuple(found)
+
+
+def _stops(gate: str, group: Sequence[ServeVerdict]) -> GateStops:
+    causes = _by(group, lambda v: v.signature)
+    ordered = sorted(causes, key=lambda kv: (-len(kv[1]), kv[0]))
+    return GateStops(gate, len(group), tuple((cause, tuple(v.model_type for v in vs)) for cause, vs in ordered))
+
+
+def _by(items, what, key=lambda k: k):
+    groups: dict = {}
+    for item in items:
+        groups.setdefault(what(item), []).append(item)
+    return sorted(groups.items(), key=lambda kv: key(kv[0]))
