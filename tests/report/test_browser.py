@@ -159,3 +159,24 @@ def test_history_and_diff_pages_render(page, tmp_path):
     page.go_back()
     page.click("a.report-link >> nth=0")
     assert page.locator("#matrix tbody tr").count() == 9
+
+
+def test_failures_only_shows_the_rows_with_a_finding(page, tmp_path):
+    """Not the rows whose only failures are skipped cells or failures expected by design."""
+    from dataclasses import replace
+
+    from tests.report.helpers import result, write_run
+
+    rows = [result("llama", "build"), result("llama", "skipped", check="compile"),
+            result("gpt2", "build"), replace(result("gpt2", "refused", check="pickle", component="by-ref-remote"),
+                                              extras={"expected": True}),
+            result("t5", "build"), result("t5", "refused", check="decorate", component="decoder", policy="legacy")]
+    run = write_run(tmp_path / "run", rows)
+    page.goto((make_report(tmp_path, [run / "results.jsonl"]) / "report.html").as_uri())
+    assert visible_models(page) == ["gpt2", "llama", "t5"]
+    assert page.locator("#matrix td.exp").count() == 1  # the expected failure is marked, not plain red
+    page.click("#only-failing")
+    assert visible_models(page) == ["t5"]
+    assert not page.is_checked(".status-filter[value='skipped']")
+    page.click("#all-statuses")
+    assert visible_models(page) == ["gpt2", "llama", "t5"]

@@ -114,7 +114,9 @@ def test_the_verdict_line_heads_report_html(sweep):
     page = (outdir / "report.html").read_text()
     line = page.index("would serve 2 of 3 model types")
     assert line < page.index('<section id="environments">') < page.index('<section id="matrix-section">')
-    assert 'data-model="t5"' in page[line:page.index('<section id="environments">')]
+    head = page[line:page.index('<section id="environments">')]
+    assert '<table class="plain where-stop" data-engine="vllm">' in head and '<tr data-gate="backend/decorate">' in head
+    assert "1: t5" in head
     versions = "; ".join(engine.record().text for engine in engines.all())  # every engine, in order
     assert f"<td>{versions}</td>" in page  # the environments table
 
