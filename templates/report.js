@@ -25,6 +25,16 @@
     td.textContent = data.short[item[0]] + (gate ? "†" : "");
     return td;
   }
+  // Before the cells, each engine's verdict on the type: a view of serve.csv, not a matrix cell.
+  var FIRST = 1 + data.engines.length;  // the row's first matrix cell
+  function verdictElement(verdict) {
+    var td = document.createElement("td");
+    var undecided = verdict.charAt(0) === "?", gate = undecided ? verdict.slice(1) : verdict;
+    td.className = "vd " + (!verdict ? "v-serves" : undecided ? "v-undecided" : "v-stops");
+    td.textContent = !verdict ? "serves" : (undecided ? "? " : "") + gate.replace(/^backend\//, "");
+    td.title = !verdict ? "servable" : (undecided ? "undecided at " : "stops at ") + gate;
+    return td;
+  }
   var fragment = document.createDocumentFragment();
   data.rows.forEach(function (entry) {
     var tr = document.createElement("tr");
@@ -33,6 +43,10 @@
     th.className = "mt";
     th.textContent = entry[0];
     tr.appendChild(th);
+    data.engines.forEach(function (_, e) {
+      var verdict = entry[2] ? entry[2][e] : null;
+      tr.appendChild(verdict === null || verdict === undefined ? document.createElement("td") : verdictElement(verdict));
+    });
     var disagrees = false;
     entry[1].forEach(function (cell, i) {
       var td = cellElement(cell, i);
@@ -73,9 +87,9 @@
       var show = !text || row.dataset.model.toLowerCase().indexOf(text) !== -1;
       if (show && (onlyDisagree || !allStatuses || onlyFindings)) {
         var statusHit = allStatuses && !onlyFindings, disagreeHit = !onlyDisagree;
-        for (var i = 1; i < row.cells.length; i++) {
+        for (var i = FIRST; i < row.cells.length; i++) {
           var cell = row.cells[i];
-          if (!visible[i - 1] || !cell.dataset.s) continue;
+          if (!visible[i - FIRST] || !cell.dataset.s) continue;
           if (wanted[cell.dataset.s] && (!onlyFindings || cell.dataset.o === "finding")) statusHit = true;
           if (cell.classList.contains("dis")) disagreeHit = true;
         }
@@ -105,7 +119,7 @@
     var sign = sortState.descending ? -1 : 1;
     function value(row) {
       if (key === "model") return [0, row.dataset.model];
-      var cell = row.cells[Number(key) + 1];
+      var cell = row.cells[Number(key) + FIRST];
       var s = cell && cell.dataset.s;
       return [s === undefined ? 1e9 : (s in rank ? rank[s] : 1e8), row.dataset.model];
     }
@@ -126,7 +140,7 @@
   var details = document.getElementById("details");
   function show(cell) {
     var row = cell.parentNode;
-    var index = Array.prototype.indexOf.call(row.cells, cell) - 1;
+    var index = Array.prototype.indexOf.call(row.cells, cell) - FIRST;
     var column = data.columns[index];
     document.getElementById("d-title").textContent = row.dataset.model;
     document.getElementById("d-env").textContent = column.environment;
@@ -156,7 +170,7 @@
   });
   var findingStatuses = {};
   rows.forEach(function (row) {
-    for (var i = 1; i < row.cells.length; i++) if (row.cells[i].dataset.o === "finding") findingStatuses[row.cells[i].dataset.s] = true;
+    for (var i = FIRST; i < row.cells.length; i++) if (row.cells[i].dataset.o === "finding") findingStatuses[row.cells[i].dataset.s] = true;
   });
   document.getElementById("only-failing").addEventListener("click", function () {
     document.querySelectorAll(".status-filter").forEach(function (box) { box.checked = !!findingStatuses[box.value]; });

@@ -188,8 +188,10 @@ def build_matrix(runs: Sequence[Run], listed: Callable[[str, str, str, str], boo
     cell's failure (auditor.report.baseline), which makes it `expected`; `baseline`: its name."""
     found = cell_claims(runs)
     environments = list(dict.fromkeys(run.info.environment for run in runs))
+    infos = environment_infos(runs)
     groups = tuple(
-        Group(env, tuple(Column(env, c) for c in sorted({k[2] for k in found if k[0] == env}, key=column_order)))
+        Group(env, tuple(Column(env, c) for c in sorted({k[2] for k in found if k[0] == env},
+                                                        key=engine_column_order(infos[env].engines))))
         for env in environments
     )
     columns = [c for g in groups for c in g.columns]
@@ -215,3 +217,18 @@ def _listed(listed, first: Result) -> bool:
 def column_order(column: str) -> tuple[bool, str]:
     """`build` first, the rest by name: the order of matrix.csv."""
     return (column != "build", column)
+
+
+def engine_column_order(engines) -> Callable[[str], tuple]:
+    """The matrix's column order: `build` first, then by check; a check's columns of a serving
+    engine's gates (`backend/<gate>[/<policy>]`) in that engine's order, engines in the order the
+    run recorded them (auditor.core.engineinfo), the rest by name."""
+    position = {f"backend/{gate}": (e, g) for e, engine in enumerate(engines) for g, gate in enumerate(engine.gates)}
+    last = (len(engines), 0)
+
+    def key(column: str) -> tuple:
+        place = next((pos for prefix, pos in position.items() if column == prefix or column.startswith(prefix + "/")),
+                     last)
+        return (column != "build", column.split("/", 1)[0], place, column)
+
+    return key

@@ -18,7 +18,7 @@ from auditor.report.charts import horizontal_bars
 from auditor.report.environments import differences, group_labels, sentence, side_by_side
 from auditor.report.matrix import run_name
 from auditor.report.ranges import release_ranges
-from auditor.report.serve import headlines, unreachable, verdicts, where_stopped
+from auditor.report.serve import Serves, headlines, unreachable, verdicts, where_stopped
 from auditor.report.shards import shard_coverage
 from auditor.report.statuses import legend
 from auditor.report.summary import (
@@ -62,6 +62,7 @@ def render_report(runs: Sequence[Run], title: str = "Model sweep report", expect
     breaks = break_groups(matrix)
     columns = matrix.columns
     marked = unreachable(runs)
+    found_verdicts = verdicts(runs)
     context = dict(
         title=title,
         runs=[run_view(r) for r in runs],
@@ -82,8 +83,9 @@ def render_report(runs: Sequence[Run], title: str = "Model sweep report", expect
         differ_in=sentence(differ),
         group_labels=group_labels(differ),
         findings=findings(matrix),
-        serve_headlines=headlines(verdicts(runs)),
+        serve_headlines=headlines(found_verdicts),
         where_stopped=where_stopped,
+        verdict_titles=list(dict.fromkeys(v.engine.title for v in found_verdicts)) if len(matrix.groups) == 1 else [],
         unreachable=marked,
         unreachable_types=sorted({model_type for _, model_type in marked}),
         env_chart=horizontal_bars(environment_counts(matrix), "Status counts per environment"),
@@ -101,7 +103,7 @@ def render_report(runs: Sequence[Run], title: str = "Model sweep report", expect
             "short": [s.short for s in present],
             "outcomes": OUTCOME_CODES,
             "relabel": expected_label(matrix.baseline) if any(c.by_baseline for _, _, c in cells) else "",
-            **_matrix_data(matrix, {s.name: i for i, s in enumerate(present)}, marked),
+            **_matrix_data(matrix, {s.name: i for i, s in enumerate(present)}, marked, found_verdicts),
         }),
     )
     return templating.render("report.html.j2", **context)
@@ -126,18 +128,22 @@ _DEFAULTS = (0, "", -1)
 OUTCOME_CODES = [o.value for o in Outcome]
 
 
-def _matrix_data(matrix, legend_index: dict[str, int], marked: dict[tuple[str, str], str]) -> dict:
+def _matrix_data(matrix, legend_index: dict[str, int], marked: dict[tuple[str, str], str], found=()) -> dict:
     """The matrix as the page's data, which its script turns into the table. A row per model type,
     `[model type, [cell, ...]]`; a cell is 0 where absent, else its kind (1 + an index into `kinds`),
     or `[kind, seconds]` where it took a tenth of a second or more. A kind is what cells share:
     `[legend index, outcome index, message id, title id]` and, only where set, `[..., disagree,
     the status a baseline relabelled, unreachable gate id]`. One element per cell with four
-    attributes made the page of a 622-type run 3.2 MB; a cell here is a number."""
+    attributes made the page of a 622-type run 3.2 MB; a cell here is a number. With verdicts
+    (auditor.report.serve) of one environment, a row has a third item, per engine in `engines`:
+    "" where it serves the type, the gate's column where it stops it, `?` and the gate where
+    undecided (a view beside the cells, not a cell: see serve.py)."""
     messages: dict[str, int] = {}
     titles: dict[str, int] = {}
     gates: dict[str, int] = {}
     kinds: dict[tuple, int] = {}
     codes = {o: i for i, o in enumerate(Outcome)}
+    engines, by_type = _verdict_view(found) if len(matrix.groups) == 1 else ({}, {})
     rows = []
     columns = matrix.columns
     for row in matrix.rows:
@@ -156,9 +162,20 @@ def _matrix_data(matrix, legend_index: dict[str, int], marked: dict[tuple[str, s
             number = kinds.setdefault(tuple(kind), len(kinds)) + 1
             seconds = round(cell.seconds, 1)
             cells.append([number, seconds] if seconds else number)
-        rows.append([row.model_type, cells])
+        verdict = by_type.get(row.model_type)
+        rows.append([row.model_type, cells, [verdict.get(e) for e in engines]] if verdict else [row.model_type, cells])
     return {"rows": rows, "kinds": [list(k) for k in kinds], "messages": list(messages), "titles": list(titles),
-            "gates": list(gates)}
+            "gates": list(gates), "engines": list(engines.values())}
+
+
+def _verdict_view(found) -> tuple[dict[str, str], dict[str, dict[str, str]]]:
+    """The engines (name -> title) and per model type each one's verdict as the page's data says it."""
+    engines = {v.engine.name: v.engine.title for v in found}
+    by_type: dict[str, dict[str, str]] = {}
+    for v in found:
+        text = "" if v.serves is Serves.SERVABLE else (v.gate if v.serves is Serves.STOPS else f"?{v.gate}")
+        by_type.setdefault(v.model_type, {})[v.engine.name] = text
+    return engines, by_type
 
 
 def _pass_ranges(runs: Sequence[Run]) -> dict | None:

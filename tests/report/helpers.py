@@ -53,7 +53,7 @@ def page_cells(html: str) -> dict[tuple[str, str], dict]:
     text = html[html.index(">", start) + 1:html.index("</script>", start)]
     data = json.loads(text)
     cells = {}
-    for model_type, entries in data["rows"]:
+    for model_type, entries, *_ in data["rows"]:  # a third item: the engines' verdicts
         for column, entry in zip(data["columns"], entries, strict=True):
             if not entry:
                 continue

@@ -180,3 +180,27 @@ def test_failures_only_shows_the_rows_with_a_finding(page, tmp_path):
     assert not page.is_checked(".status-filter[value='skipped']")
     page.click("#all-statuses")
     assert visible_models(page) == ["gpt2", "llama", "t5"]
+
+
+def test_backend_columns_follow_each_engines_gate_order_and_each_engine_has_a_verdict_column(page, tmp_path):
+    from auditor import engines
+    from tests.report.helpers import result, write_run
+
+    vllm, sglang = engines.get("vllm").record(), engines.get("sglang").record()
+    gates = [*vllm.gates, *sglang.gates]
+    rows = [result("llama", "build")]
+    rows += [result("llama", "build", check="backend", component=gate) for gate in sorted(gates)]  # by name
+    rows += [result("bloom", "build", check="backend", component=gate) for gate in sorted(gates) if gate != "registry"]
+    rows.append(result("bloom", "unsupported", check="backend", component="registry", message="no backend class"))
+    run = write_run(tmp_path / "run", rows, engines=(vllm, sglang))
+    page.goto((make_report(tmp_path, [run / "results.jsonl"]) / "report.html").as_uri())
+    heads = page.eval_on_selector_all("#matrix tr.cols th", "ths => ths.map(t => t.textContent)")
+    assert heads == ["build", *(f"backend/{gate}" for gate in gates)]
+    assert heads[1:8] == ["backend/registry", "backend/build", "backend/decorate", "backend/enable-if",
+                          "backend/pp-plan", "backend/tp-plan", "backend/attention"]
+    verdicts = page.eval_on_selector_all("#matrix tbody tr", "rows => rows.map(r => [r.dataset.model, "
+                                         "Array.from(r.querySelectorAll('td.vd')).map(td => td.textContent)])")
+    assert verdicts == [["bloom", ["registry", "serves"]], ["llama", ["serves", "serves"]]]
+    page.locator("#matrix tr[data-model='bloom'] td[data-s='unsupported']").click()
+    assert page.inner_text("#d-col") == "backend/registry" and page.inner_text("#d-message") == "no backend class"
+    assert page.locator("#glossary dt", has_text="fixed-no-config-skip").count() == 1
