@@ -26,6 +26,8 @@ from auditor.report.breaks import break_groups
 from auditor.report.environments import differences, sentence
 from auditor.report.matrix import Matrix, column_order, environment_infos
 from auditor.report.serve import headlines, verdicts, where_stopped
+from auditor.report.since import SHOWN as SINCE_SHOWN
+from auditor.report.since import since
 from auditor.report.statuses import rank
 from auditor.report.summary import counted_apart, expected_label, failure_groups, tally
 
@@ -47,14 +49,16 @@ class _Probe:
     policy: str  # "" for a column without a policy
 
 
-def render_summary(runs: Sequence[Run], *, limit: int = LIMIT, expected: Baseline | None = None) -> str:
+def render_summary(runs: Sequence[Run], *, limit: int = LIMIT, expected: Baseline | None = None,
+                   previous: Run | None = None) -> str:
     """The Markdown summary of one or more runs (merged as the report merges them). `expected`: an
-    expected baseline, whose listed failures are counted as `expected (baseline FILE)`."""
+    expected baseline, whose listed failures are counted as `expected (baseline FILE)`; `previous`:
+    an earlier run of the same sweep, what changed since it right after the counts."""
     matrix = expected_matrix(runs, expected)
     policies = _policies(runs)
     probes = {col.column: _split(col.column, policies) for col in matrix.columns}
     cells = _cell_texts(matrix)
-    head = "\n".join([*_heading(runs, matrix), *_top_findings(matrix), "", *_policy_table(matrix, probes, policies, cells), "",
+    head = "\n".join([*_heading(runs, matrix), *_since(since(runs, previous)), *_top_findings(matrix), "", *_policy_table(matrix, probes, policies, cells), "",
                       *_other_table(matrix, probes, cells), *_break_table(matrix)]).rstrip() + "\n"
     if len(head) > limit:  # only a run with absurdly many columns: keep what fits
         return _cut(head, limit)
@@ -85,6 +89,22 @@ def _heading(runs: Sequence[Run], matrix: Matrix) -> list[str]:
             lines += ["", f"**The environments differ in {_esc(differ, 400)}**: a difference between "
                           "their cells may come from any of these."]
     lines += ["", f"**{tally(matrix).text()}**" + _relabelled(matrix) + _reruns(matrix)]
+    return lines
+
+
+def _since(changes) -> list[str]:
+    """`#### Since RUN: 2 new findings, 1 fixed, 0 flaky` and the first cells of each."""
+    if changes is None:
+        return []
+    lines = ["", f"#### Since {_esc(changes.against)}: {len(changes.new_failures)} new finding"
+                 f"{'s' if len(changes.new_failures) != 1 else ''}, {len(changes.fixed)} fixed, "
+                 f"{len(changes.flaky)} flaky"]
+    for title, cells in (("new", changes.new_failures), ("fixed", changes.fixed), ("flaky", changes.flaky)):
+        if cells:
+            shown = ", ".join(f"{_esc(c.model_type)} {_esc(c.column)} ({_esc(c.before or 'absent')} → {_esc(c.status)})"
+                              for c in cells[:SINCE_SHOWN])
+            more = f" and {len(cells) - SINCE_SHOWN} more (`auditor diff` has them all)" if len(cells) > SINCE_SHOWN else ""
+            lines += ["", f"- {title}: {shown}{more}"]
     return lines
 
 

@@ -20,6 +20,8 @@ from auditor.report.matrix import run_name
 from auditor.report.ranges import release_ranges
 from auditor.report.serve import Serves, headlines, unreachable, verdicts, where_stopped
 from auditor.report.shards import shard_coverage
+from auditor.report.since import SHOWN as SINCE_SHOWN
+from auditor.report.since import since
 from auditor.report.statuses import legend
 from auditor.report.summary import (
     Counts,
@@ -50,9 +52,11 @@ def run_view(run: Run) -> RunView:
     return RunView(name=run_name(run), info=run.info, results=len(run.results))
 
 
-def render_report(runs: Sequence[Run], title: str = "Model sweep report", expected: Baseline | None = None) -> str:
+def render_report(runs: Sequence[Run], title: str = "Model sweep report", expected: Baseline | None = None,
+                  previous: Run | None = None) -> str:
     """`expected`: an expected baseline; the failures it lists show as `expected`, their own
-    status in the cell's title (a view: the rows are what they are)."""
+    status in the cell's title (a view: the rows are what they are). `previous`: an earlier run
+    of the same sweep, what changed since it after the verdicts."""
     matrix = expected_matrix(runs, expected)
     cells = matrix.cells()
     differ = differences(runs)
@@ -71,6 +75,8 @@ def render_report(runs: Sequence[Run], title: str = "Model sweep report", expect
         several=len(matrix.groups) > 1,
         total_cells=len(cells),
         tally=tally(matrix),
+        since=since(runs, previous),
+        since_shown=SINCE_SHOWN,
         legend=present,
         styles={s.name: s for s in present},
         legend_index={s.name: i for i, s in enumerate(present)},
