@@ -140,8 +140,8 @@ def _verdicts(runs: Sequence[Run]) -> list[str]:
     for headline in found:
         where = f"{_esc(headline.environment)}: " if len(found) > 1 else ""
         lines += ["", f"**{where}{_esc(headline.text, 1000)}**"]
-        for tally in headline.tallies:
-            lines += _stop_table(tally)
+        for engine in headline.tallies:
+            lines += _stop_table(engine)
         split = [f"- {_esc(title)} only ({len(types)}): {', '.join(_esc(t) for t in types[:LIST_NAMES])}"
                  + (" ..." if len(types) > LIST_NAMES else "") for title, types in headline.only if types]
         lines += _folded(f"{len(headline.split)} that one engine serves and another does not", split)
