@@ -3,6 +3,60 @@
   var data = JSON.parse(document.getElementById("report-data").textContent);
   var table = document.getElementById("matrix");
   var tbody = table.tBodies[0];
+  var EXPECTED = data.outcomes.indexOf("expected");
+  var FLAKY = data.outcomes.indexOf("flaky");
+
+  // The matrix comes as data (one small array per cell), made into the table here.
+  function cellElement(entry, i) {
+    var td = document.createElement("td");
+    if (!entry) { td.className = "c" + i + " none"; return td; }
+    var seconds = typeof entry === "number" ? 0 : entry[1];
+    var item = data.kinds[(typeof entry === "number" ? entry : entry[0]) - 1];
+    var status = data.order[item[0]], outcome = item[1], gate = item.length > 6 && item[6] >= 0 ? data.gates[item[6]] : null;
+    var was = item[5] || "";
+    td.className = "c" + i + " k" + item[0] + (item[4] ? " dis" : "") + (gate ? " unr" : "")
+      + (outcome === EXPECTED ? " exp" : outcome === FLAKY ? " fl" : "");
+    td.dataset.s = status;
+    td.dataset.o = data.outcomes[outcome];
+    if (was) td.dataset.was = was;
+    td.dataset.m = item[2];
+    td.dataset.t = seconds;
+    td.title = (was ? data.relabel + ": " + was + " · " : "") + data.titles[item[3]] + (gate ? " · unreachable: " + gate : "");
+    td.textContent = data.short[item[0]] + (gate ? "†" : "");
+    return td;
+  }
+  // Before the cells, each engine's verdict on the type: a view of serve.csv, not a matrix cell.
+  var FIRST = 1 + data.engines.length;  // the row's first matrix cell
+  function verdictElement(verdict) {
+    var td = document.createElement("td");
+    var undecided = verdict.charAt(0) === "?", gate = undecided ? verdict.slice(1) : verdict;
+    td.className = "vd " + (!verdict ? "v-serves" : undecided ? "v-undecided" : "v-stops");
+    td.textContent = !verdict ? "serves" : (undecided ? "? " : "") + gate.replace(/^backend\//, "");
+    td.title = !verdict ? "servable" : (undecided ? "undecided at " : "stops at ") + gate;
+    return td;
+  }
+  var fragment = document.createDocumentFragment();
+  data.rows.forEach(function (entry) {
+    var tr = document.createElement("tr");
+    tr.dataset.model = entry[0];
+    var th = document.createElement("th");
+    th.className = "mt";
+    th.textContent = entry[0];
+    tr.appendChild(th);
+    data.engines.forEach(function (_, e) {
+      var verdict = entry[2] ? entry[2][e] : null;
+      tr.appendChild(verdict === null || verdict === undefined ? document.createElement("td") : verdictElement(verdict));
+    });
+    var disagrees = false;
+    entry[1].forEach(function (cell, i) {
+      var td = cellElement(cell, i);
+      tr.appendChild(td);
+      if (td.classList.contains("dis")) disagrees = true;
+    });
+    if (disagrees) tr.dataset.disagree = "1";
+    fragment.appendChild(tr);
+  });
+  tbody.appendChild(fragment);
   var rows = Array.prototype.slice.call(tbody.rows);
   var filter = document.getElementById("filter");
   var disagree = document.getElementById("disagree");
@@ -31,12 +85,12 @@
     var count = 0;
     rows.forEach(function (row) {
       var show = !text || row.dataset.model.toLowerCase().indexOf(text) !== -1;
-      if (show && (onlyDisagree || !allStatuses)) {
-        var statusHit = allStatuses, disagreeHit = !onlyDisagree;
-        for (var i = 1; i < row.cells.length; i++) {
+      if (show && (onlyDisagree || !allStatuses || onlyFindings)) {
+        var statusHit = allStatuses && !onlyFindings, disagreeHit = !onlyDisagree;
+        for (var i = FIRST; i < row.cells.length; i++) {
           var cell = row.cells[i];
-          if (!visible[i - 1] || !cell.dataset.s) continue;
-          if (wanted[cell.dataset.s]) statusHit = true;
+          if (!visible[i - FIRST] || !cell.dataset.s) continue;
+          if (wanted[cell.dataset.s] && (!onlyFindings || cell.dataset.o === "finding")) statusHit = true;
           if (cell.classList.contains("dis")) disagreeHit = true;
         }
         show = statusHit && disagreeHit;
@@ -65,7 +119,7 @@
     var sign = sortState.descending ? -1 : 1;
     function value(row) {
       if (key === "model") return [0, row.dataset.model];
-      var cell = row.cells[Number(key) + 1];
+      var cell = row.cells[Number(key) + FIRST];
       var s = cell && cell.dataset.s;
       return [s === undefined ? 1e9 : (s in rank ? rank[s] : 1e8), row.dataset.model];
     }
@@ -80,10 +134,13 @@
     header.setAttribute("aria-sort", sortState.descending ? "descending" : "ascending");
   }
 
+  // "failures only": the rows with a finding (not a skip, a flaky cell or an expected failure),
+  // until a status box or "all statuses" is touched again.
+  var onlyFindings = false;
   var details = document.getElementById("details");
   function show(cell) {
     var row = cell.parentNode;
-    var index = Array.prototype.indexOf.call(row.cells, cell) - 1;
+    var index = Array.prototype.indexOf.call(row.cells, cell) - FIRST;
     var column = data.columns[index];
     document.getElementById("d-title").textContent = row.dataset.model;
     document.getElementById("d-env").textContent = column.environment;
@@ -107,15 +164,22 @@
   document.addEventListener("keydown", function (event) { if (event.key === "Escape") details.hidden = true; });
   filter.addEventListener("input", apply);
   disagree.addEventListener("change", apply);
-  document.querySelectorAll(".status-filter, .column-filter").forEach(function (box) {
-    box.addEventListener("change", apply);
+  document.querySelectorAll(".column-filter").forEach(function (box) { box.addEventListener("change", apply); });
+  document.querySelectorAll(".status-filter").forEach(function (box) {
+    box.addEventListener("change", function () { onlyFindings = false; apply(); });
+  });
+  var findingStatuses = {};
+  rows.forEach(function (row) {
+    for (var i = FIRST; i < row.cells.length; i++) if (row.cells[i].dataset.o === "finding") findingStatuses[row.cells[i].dataset.s] = true;
   });
   document.getElementById("only-failing").addEventListener("click", function () {
-    document.querySelectorAll(".status-filter").forEach(function (box) { box.checked = data.ok.indexOf(box.value) === -1; });
+    document.querySelectorAll(".status-filter").forEach(function (box) { box.checked = !!findingStatuses[box.value]; });
+    onlyFindings = true;
     apply();
   });
   document.getElementById("all-statuses").addEventListener("click", function () {
     document.querySelectorAll(".status-filter").forEach(function (box) { box.checked = true; });
+    onlyFindings = false;
     apply();
   });
   apply();

@@ -70,15 +70,17 @@ def verdicts(runs: Sequence[PathLike | Run]):
     return serve_verdicts(read_runs(runs))
 
 
-def write_report(runs: Sequence[PathLike | Run], outdir: PathLike, expected=None) -> list[Path]:
+def write_report(runs: Sequence[PathLike | Run], outdir: PathLike, expected=None, previous=None) -> list[Path]:
     """report.html, results.csv, matrix.csv and summary.md of the runs, merged, in `outdir`.
     `expected`: an expected baseline (or its file); report.html and summary.md show the failures
-    it lists as expected; the CSV tables keep the rows as they are."""
+    it lists as expected; the CSV tables keep the rows as they are. `previous`: an earlier run (or
+    its directory), what changed since it in report.html and summary.md."""
     from functools import partial
 
     from auditor.report import write_report as write
 
-    return _writing(partial(write, expected=read_baseline(expected)), read_runs(runs), outdir)
+    before = read_run(previous) if previous is not None and not isinstance(previous, Run) else previous
+    return _writing(partial(write, expected=read_baseline(expected), previous=before), read_runs(runs), outdir)
 
 
 def write_diff(difference, outdir: PathLike) -> list[Path]:
@@ -88,12 +90,14 @@ def write_diff(difference, outdir: PathLike) -> list[Path]:
     return _writing(write, difference, outdir)
 
 
-def render_summary(runs: Sequence[PathLike | Run], expected=None) -> str:
+def render_summary(runs: Sequence[PathLike | Run], expected=None, previous=None) -> str:
     """The Markdown summary (for a pull request or $GITHUB_STEP_SUMMARY), under 65,536 characters.
-    `expected`: an expected baseline (or its file), whose listed failures it counts as expected."""
+    `expected`: an expected baseline (or its file), whose listed failures it counts as expected;
+    `previous`: an earlier run (or its directory), what changed since it."""
     from auditor.report.markdown import render_summary as render
 
-    return render(read_runs(runs), expected=read_baseline(expected))
+    before = read_run(previous) if previous is not None and not isinstance(previous, Run) else previous
+    return render(read_runs(runs), expected=read_baseline(expected), previous=before)
 
 
 def render_junit(runs_or_diff, expected=None) -> str:

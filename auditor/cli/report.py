@@ -38,6 +38,9 @@ def add_parser(subparsers) -> None:
     p.add_argument("--expected", type=Path, metavar="FILE",
                    help="an expected baseline (`auditor baseline`): --fail-on never matches the failures it lists, "
                         "and report.html, summary.md and the JUnit XML show them as expected (the CSV tables do not change)")
+    p.add_argument("--against", type=Path, metavar="RUN",
+                   help="an earlier run: report.html and summary.md say what changed since it (new findings, "
+                        "fixed, flaky); default: the run before this one in the same reports folder")
     p.set_defaults(handler=run_report)
 
 
@@ -57,23 +60,43 @@ def run_report(args: argparse.Namespace) -> int:
     if args.output is None and len(runs) > 1:
         raise UsageError("with several inputs, say where the report goes with --output")
     outdir = args.output if args.output is not None else runs[0].path.parent
+    previous = _previous(args.against, runs)
 
     from auditor.report.files import write_text
 
-    for path in _write(lambda: api.write_report(runs, outdir, expected), outdir):
+    for path in _write(lambda: api.write_report(runs, outdir, expected, previous), outdir):
         print(path)
     if args.junit is not None:
         print(_write(lambda: write_text(args.junit, api.render_junit(runs, expected)), args.junit))
     if args.markdown == "-":
-        sys.stdout.write(api.render_summary(runs, expected))
+        sys.stdout.write(api.render_summary(runs, expected, previous))
     elif args.markdown is not None:
         target = Path(args.markdown)
-        print(_write(lambda: write_text(target, api.render_summary(runs, expected)), target))
+        print(_write(lambda: write_text(target, api.render_summary(runs, expected, previous)), target))
     hits = api.gate(runs, args.fail_on, expected) if rules else ()
     if hits:
         print(f"auditor: {describe_hits(hits)}", file=sys.stderr)
         return EXIT_FINDINGS
     return EXIT_OK
+
+
+def _previous(against: Path | None, runs):
+    """The run to say what changed since: `--against`, else the run before a single input's in
+    its reports folder (None when there is none, or for merged inputs)."""
+    from auditor.report.since import earlier_run
+
+    if against is not None:
+        return read_results(against)
+    if len(runs) != 1 or runs[0].path.name != RESULTS_FILE:
+        return None
+    found = earlier_run(runs[0].path.parent)
+    if found is None:
+        return None
+    try:
+        return read_results(found)
+    except UsageError as exc:  # an unreadable neighbour is not this report's failure
+        print(f"auditor: warning: not comparing with {found.name}: {exc}", file=sys.stderr)
+        return None
 
 
 def _write(action, target: Path):

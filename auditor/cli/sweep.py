@@ -99,10 +99,12 @@ def _print_findings(run, expected) -> None:
     """What the whole run found, per column: the lines that head report.html (from the run the
     tables were just made of, not read again), the failures the expected baseline lists apart."""
     from auditor.report.baseline import expected_matrix
-    from auditor.report.summary import findings
+    from auditor.report.summary import findings, tally
 
-    for finding in findings(expected_matrix([run], expected)):
+    matrix = expected_matrix([run], expected)
+    for finding in findings(matrix):
         print(f"  {finding.text()}", file=sys.stderr)
+    print(tally(matrix).text(), file=sys.stderr)
 
 
 def _print_verdicts(run) -> None:

@@ -14,6 +14,7 @@ so that a new label (a flaky cell, one expected by a committed baseline) is adde
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
@@ -52,6 +53,9 @@ class Outcome(str, Enum):
         return _LABELS[self]
 
 
+# The word a flaky cell reads as where one word per cell is compared (CellVerdict.label).
+FLAKY_LABEL = "flaky"
+
 _LABELS = {Outcome.PASS: "pass", Outcome.FINDING: "finding", Outcome.EXPECTED: "expected by design",
            Outcome.SKIPPED: "skipped", Outcome.FLAKY: "flaky: passed on a rerun"}
 
@@ -86,12 +90,74 @@ def outcome(status: Status, extras: Mapping[str, Any] | None = None, *, reruns: 
     return Outcome.FINDING
 
 
-def cell_outcome(rows: Sequence[Any], *, expected: bool = False) -> Outcome:
-    """The outcome of a cell from every row that claimed it (`Result`s, in the order read): the
-    first decides; the rows after it marked as reruns say whether it is flaky."""
+@dataclass(frozen=True)
+class CellVerdict:
+    """The one cell rule, applied: every row that claimed a cell (`Result`s, in the order read)
+    judged once. The first row decides the cell (`row`); the rows after it marked as reruns
+    (`reruns`) say whether it is flaky; `outcome` is what the cell means. The matrix, the confirm
+    step, bisect, the version ranges and the gates all judge a cell through `judge`."""
+
+    row: Any
+    reruns: tuple[Any, ...]
+    outcome: Outcome
+
+    @property
+    def label(self) -> str:
+        """The word for the cell where one word is compared (bisect, ranges): its deciding status,
+        or `flaky` where a rerun passed (so a flaky cell never reads as a confirmed failure)."""
+        return FLAKY_LABEL if self.outcome is Outcome.FLAKY else self.row.status.value
+
+    @property
+    def unconfirmed(self) -> bool:
+        """Whether the cell still waits for a rerun: its deciding row failed with a status the
+        machine can cause and no rerun passed yet."""
+        return needs_confirmation(self.row.status) and not any(r.status.ok for r in self.reruns)
+
+
+def judge(rows: Sequence[Any], *, expected: bool = False) -> CellVerdict:
+    """The verdict of a cell from every row that claimed it; `expected`: an expected baseline
+    lists its failure."""
     first = rows[0]
-    reruns = [row.status for row in rows[1:] if is_rerun(row.extras)]
-    return outcome(first.status, first.extras, reruns=reruns, expected=expected)
+    reruns = tuple(row for row in rows[1:] if is_rerun(row.extras))
+    return CellVerdict(first, reruns, outcome(first.status, first.extras, reruns=[r.status for r in reruns],
+                                              expected=expected))
+
+
+def cell_outcome(rows: Sequence[Any], *, expected: bool = False) -> Outcome:
+    """The outcome of a cell from every row that claimed it (see `judge`)."""
+    return judge(rows, expected=expected).outcome
+
+
+@dataclass(frozen=True)
+class Tally:
+    """Cells counted by outcome: the one count every output (the end of a sweep, summary.md,
+    report.html, JUnit, the gates) prints, so that they all say the same number of findings.
+    Skipped cells tested nothing: the denominator is the cells that ran."""
+
+    passed: int = 0
+    findings: int = 0
+    flaky: int = 0
+    expected: int = 0
+    skipped: int = 0
+
+    @classmethod
+    def of(cls, outcomes: Iterable[Outcome]) -> Tally:
+        counts = dict.fromkeys(Outcome, 0)
+        for o in outcomes:
+            counts[o] += 1
+        return cls(counts[Outcome.PASS], counts[Outcome.FINDING], counts[Outcome.FLAKY], counts[Outcome.EXPECTED],
+                   counts[Outcome.SKIPPED])
+
+    @property
+    def ran(self) -> int:
+        return self.passed + self.findings + self.flaky + self.expected
+
+    def text(self) -> str:
+        """`1200 cells ran: 300 findings, 2 flaky, 40 expected, 858 pass; 96 skipped`."""
+        parts = [f"{self.findings} finding{'s' if self.findings != 1 else ''}"]
+        parts += [f"{n} {word}" for n, word in ((self.flaky, "flaky"), (self.expected, "expected")) if n]
+        text = f"{self.ran} cell{'s' if self.ran != 1 else ''} ran: " + ", ".join(parts) + f", {self.passed} pass"
+        return text + (f"; {self.skipped} skipped" if self.skipped else "")
 
 
 def is_rerun(extras: Mapping[str, Any]) -> bool:

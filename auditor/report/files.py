@@ -22,11 +22,12 @@ REPORT_FILES = ("report.html", "results.csv", "matrix.csv", "summary.md", "serve
 DIFF_FILES = ("diff.md", "diff.html")
 
 
-def report_texts(runs: Sequence[Run], expected: Baseline | None = None) -> dict[str, str]:
+def report_texts(runs: Sequence[Run], expected: Baseline | None = None, previous: Run | None = None) -> dict[str, str]:
     """File name -> content of the report files. `expected` relabels the failures it lists in
-    report.html and summary.md only: the CSV tables are the rows as they are."""
-    return dict(zip(REPORT_FILES, (render_report(runs, expected=expected), csv_text(long_frame(runs)),
-                                   csv_text(matrix_frame(runs)), render_summary(runs, expected=expected),
+    report.html and summary.md only: the CSV tables are the rows as they are; `previous`: an
+    earlier run, what changed since it in report.html and summary.md."""
+    return dict(zip(REPORT_FILES, (render_report(runs, expected=expected, previous=previous), csv_text(long_frame(runs)),
+                                   csv_text(matrix_frame(runs)), render_summary(runs, expected=expected, previous=previous),
                                    csv_text(serve_frame(runs))), strict=True))
 
 
@@ -34,10 +35,11 @@ def diff_texts(diff: RunDiff) -> dict[str, str]:
     return dict(zip(DIFF_FILES, (render_diff_markdown(diff), render_diff_html(diff)), strict=True))
 
 
-def write_report(runs: Sequence[Run], outdir: Path, expected: Baseline | None = None) -> list[Path]:
+def write_report(runs: Sequence[Run], outdir: Path, expected: Baseline | None = None,
+                 previous: Run | None = None) -> list[Path]:
     """Write report.html, results.csv, matrix.csv, summary.md and serve.csv of `runs` into `outdir`;
-    OSError propagates. `expected`: an expected baseline (see report_texts)."""
-    return _write(report_texts(runs, expected), Path(outdir))
+    OSError propagates. `expected`, `previous`: see report_texts."""
+    return _write(report_texts(runs, expected, previous), Path(outdir))
 
 
 def write_text(path: Path, text: str) -> Path:

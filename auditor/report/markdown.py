@@ -19,15 +19,17 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from auditor.core.outcome import Outcome, is_rerun
+from auditor.core.outcome import Outcome
 from auditor.core.results import Run
 from auditor.report.baseline import Baseline, expected_matrix
 from auditor.report.breaks import break_groups
 from auditor.report.environments import differences, sentence
 from auditor.report.matrix import Matrix, column_order, environment_infos
-from auditor.report.serve import headlines, verdicts
+from auditor.report.serve import headlines, verdicts, where_stopped
+from auditor.report.since import SHOWN as SINCE_SHOWN
+from auditor.report.since import since
 from auditor.report.statuses import rank
-from auditor.report.summary import expected_label, failure_groups
+from auditor.report.summary import counted_apart, expected_label, failure_groups, tally
 
 LIMIT = 60_000  # characters; below GitHub's 65,536 with room for what a job appends
 NAMES = 3  # model types named in a table cell, when no more than this many have the status
@@ -35,6 +37,10 @@ CELL_STATUSES = 6  # statuses spelled out in a table cell; the rest are summed
 NAME_WIDTH = 60  # characters of one name or signature in the text
 LIST_NAMES = 40  # model types listed per column and status in the details
 BREAK_ROWS = 10  # lines of the graph-break table (report.html has more)
+CAUSE_WIDTH = 200  # characters of a cause (the signature's own cut): never cut before what it says
+STOP_CAUSES = 3  # causes spelled out per gate an engine stops at
+TOP_FINDINGS = 10  # rows of the most common findings, shown unfolded
+MAX_LINES = 200  # a step summary is read, not searched: the folded lists stop short of this
 
 
 @dataclass(frozen=True)
@@ -43,19 +49,21 @@ class _Probe:
     policy: str  # "" for a column without a policy
 
 
-def render_summary(runs: Sequence[Run], *, limit: int = LIMIT, expected: Baseline | None = None) -> str:
+def render_summary(runs: Sequence[Run], *, limit: int = LIMIT, expected: Baseline | None = None,
+                   previous: Run | None = None) -> str:
     """The Markdown summary of one or more runs (merged as the report merges them). `expected`: an
-    expected baseline, whose listed failures are counted as `expected (baseline FILE)`."""
+    expected baseline, whose listed failures are counted as `expected (baseline FILE)`; `previous`:
+    an earlier run of the same sweep, what changed since it right after the counts."""
     matrix = expected_matrix(runs, expected)
     policies = _policies(runs)
     probes = {col.column: _split(col.column, policies) for col in matrix.columns}
     cells = _cell_texts(matrix)
-    head = "\n".join([*_heading(runs, matrix), "", *_policy_table(matrix, probes, policies, cells), "",
+    head = "\n".join([*_heading(runs, matrix), *_since(since(runs, previous)), *_top_findings(matrix), "", *_policy_table(matrix, probes, policies, cells), "",
                       *_other_table(matrix, probes, cells), *_break_table(matrix)]).rstrip() + "\n"
     if len(head) > limit:  # only a run with absurdly many columns: keep what fits
         return _cut(head, limit)
     budget = limit - len(head)
-    folded = _details(matrix, budget)
+    folded = _details(matrix, budget, MAX_LINES - head.count("\n"))
     return head + folded
 
 
@@ -80,32 +88,80 @@ def _heading(runs: Sequence[Run], matrix: Matrix) -> list[str]:
         if differ:
             lines += ["", f"**The environments differ in {_esc(differ, 400)}**: a difference between "
                           "their cells may come from any of these."]
-    cells = [c for _, _, c in matrix.cells()]
-    failing = sum(1 for c in cells if c.outcome in _LISTED)
-    relabelled = sum(1 for c in cells if c.by_baseline)
-    expected = sum(1 for c in cells if c.outcome is Outcome.EXPECTED) - relabelled
-    lines.append("")
-    lines.append(f"{len(cells)} cells: {failing} failing" +
-                 (f", {expected} failing as expected" if expected else "") +
-                 (f", {relabelled} {_esc(expected_label(matrix.baseline), 400)}" if relabelled else "") + _reruns(matrix))
+    lines += ["", f"**{tally(matrix).text()}**" + _relabelled(matrix) + _reruns(matrix)]
     return lines
 
 
+def _since(changes) -> list[str]:
+    """`#### Since RUN: 2 new findings, 1 fixed, 0 flaky` and the first cells of each."""
+    if changes is None:
+        return []
+    lines = ["", f"#### Since {_esc(changes.against)}: {len(changes.new_failures)} new finding"
+                 f"{'s' if len(changes.new_failures) != 1 else ''}, {len(changes.fixed)} fixed, "
+                 f"{len(changes.flaky)} flaky"]
+    for title, cells in (("new", changes.new_failures), ("fixed", changes.fixed), ("flaky", changes.flaky)):
+        if cells:
+            shown = ", ".join(f"{_esc(c.model_type)} {_esc(c.column)} ({_esc(c.before or 'absent')} → {_esc(c.status)})"
+                              for c in cells[:SINCE_SHOWN])
+            more = f" and {len(cells) - SINCE_SHOWN} more (`auditor diff` has them all)" if len(cells) > SINCE_SHOWN else ""
+            lines += ["", f"- {title}: {shown}{more}"]
+    return lines
+
+
+def _top_findings(matrix: Matrix) -> list[str]:
+    """The most common findings by cause, unfolded; the skipped and expected cells counted apart."""
+    groups = failure_groups(matrix, limit=None, outcomes=frozenset({Outcome.FINDING}))
+    lines = []
+    if groups:
+        lines += ["", f"#### The {min(TOP_FINDINGS, len(groups))} most common findings (of {len(groups)} causes)", "",
+                  "| cells | cause | statuses | model types |", "|---|---|---|---|"]
+        lines += [f"| {g.count} | {_esc(g.signature, CAUSE_WIDTH)} | {_esc(', '.join(g.statuses))} | "
+                  f"{_esc(', '.join(g.model_types[:5]), 400)}{' ...' if len(g.model_types) > 5 else ''} |"
+                  for g in groups[:TOP_FINDINGS]]
+    apart = [f"{a.count} {_esc(a.label)} (most often {_esc(a.reason.signature, CAUSE_WIDTH)})"
+             for a in counted_apart(matrix) if a.reason is not None]
+    if apart:
+        lines += ["", "Not findings, counted apart: " + "; ".join(apart)]
+    return lines
+
+
+def _relabelled(matrix: Matrix) -> str:
+    """` (of them, 2 expected (baseline FILE))`, or "" where no baseline relabelled a cell."""
+    relabelled = sum(1 for _, _, c in matrix.cells() if c.by_baseline)
+    return f" (of them, {relabelled} {_esc(expected_label(matrix.baseline), 400)})" if relabelled else ""
+
+
 def _verdicts(runs: Sequence[Run]) -> list[str]:
-    """Each environment's verdict line (auditor.report.serve), bold, with its lists folded: the
-    types each engine stops, with the gate and the engine's message, and those only one serves."""
+    """Each environment's verdict line (auditor.report.serve), bold, then per engine where it
+    stops types: a row per gate in the engine's order, with its most common causes (serve.csv has
+    every type's verdict); the types one engine serves and another does not, folded."""
     found = headlines(verdicts(runs))
     lines: list[str] = []
     for headline in found:
         where = f"{_esc(headline.environment)}: " if len(found) > 1 else ""
         lines += ["", f"**{where}{_esc(headline.text, 1000)}**"]
-        for tally in headline.tallies:
-            stops = [f"- {_esc(v.model_type)} · {_esc(v.text, 2 * NAME_WIDTH)}" for v in tally.stopped + tally.undecided]
-            lines += _folded(_esc(tally.unserved_title, 400), stops)
+        for engine in headline.tallies:
+            lines += _stop_table(engine)
         split = [f"- {_esc(title)} only ({len(types)}): {', '.join(_esc(t) for t in types[:LIST_NAMES])}"
                  + (" ..." if len(types) > LIST_NAMES else "") for title, types in headline.only if types]
         lines += _folded(f"{len(headline.split)} that one engine serves and another does not", split)
     return [*lines, ""] if lines else []
+
+
+def _stop_table(tally) -> list[str]:
+    """Where one engine stops types, gate by gate: `| backend/registry | 83 | `cause` (60 types: a, b, c) |`."""
+    stops = where_stopped(tally)
+    if not stops:
+        return []
+    lines = ["", f"| {_esc(tally.unserved_title, 400)}: at | types | most common causes |", "|---|---|---|"]
+    for gate in stops:
+        causes = [f"{_esc(cause, CAUSE_WIDTH)} ({len(types)}: {', '.join(_esc(t) for t in types[:NAMES])}"
+                  + (" ..." if len(types) > NAMES else "") + ")" for cause, types in gate.causes[:STOP_CAUSES]]
+        rest = gate.causes[STOP_CAUSES:]
+        if rest:
+            causes.append(f"{sum(len(t) for _, t in rest)} more in {len(rest)} other cause{'s' if len(rest) > 1 else ''}")
+        lines.append(f"| {_esc(gate.gate)} | {gate.count} | {'<br>'.join(causes)} |")
+    return lines
 
 
 def _folded(summary: str, items: list[str]) -> list[str]:
@@ -117,7 +173,7 @@ def _folded(summary: str, items: list[str]) -> list[str]:
 
 def _reruns(matrix: Matrix) -> str:
     """`; 3 cells rerun: 1 flaky (passed on a rerun), 2 confirmed`, or "" when none was."""
-    rerun = [c for _, _, c in matrix.cells() if any(is_rerun(r.extras) for r in c.results[1:])]
+    rerun = [c for _, _, c in matrix.cells() if c.verdict.reruns]
     if not rerun:
         return ""
     flaky = sum(1 for c in rerun if c.outcome is Outcome.FLAKY)
@@ -209,8 +265,8 @@ def _cell_texts(matrix: Matrix) -> dict:
     return texts
 
 
-def _details(matrix: Matrix, budget: int) -> str:
-    """The folded lists, as many of their items as fit in `budget` characters."""
+def _details(matrix: Matrix, budget: int, lines: int = MAX_LINES) -> str:
+    """The folded lists, as many of their items as fit in `budget` characters and `lines` lines."""
     out: list[str] = []
     used = 0
 
@@ -222,7 +278,7 @@ def _details(matrix: Matrix, budget: int) -> str:
             return
         body, dropped = [], 0
         for item in items:
-            if len(item) + 1 > room:
+            if len(item) + 1 > room or len(body) >= lines - 8:
                 dropped = len(items) - len(body)
                 break
             body.append(item)
@@ -236,29 +292,18 @@ def _details(matrix: Matrix, budget: int) -> str:
 
     failing: dict = {}
     for model_type, col, cell in matrix.cells():
-        if cell.outcome in _LISTED:
+        if cell.outcome is Outcome.FINDING:
             failing.setdefault((col, cell.status), []).append(model_type)
     items = []
-    several = len(matrix.environments) > 1
+    several = len(matrix.environments) > 1  # a line per column and status: a few hundred at most
     for (col, status), types in sorted(failing.items(), key=lambda kv: (column_order(kv[0][0].column), rank(kv[0][1]))):
         where = f"{_esc(col.column)} ({_esc(col.environment)})" if several else _esc(col.column)
         shown = ", ".join(_esc(t) for t in sorted(types)[:LIST_NAMES])
         more = f" and {len(types) - LIST_NAMES} more" if len(types) > LIST_NAMES else ""
         items.append(f"- **{where}** · {_esc(status)} ({len(types)}): {shown}{more}")
     if items:
-        section(f"Failing model types per column ({sum(len(t) for t in failing.values())} cells)", items)
-    groups = failure_groups(matrix, limit=None, by_baseline=False)  # the baseline's counted in the heading
-    rows = [f"| {g.count} | {_esc(g.signature)} | {_esc(', '.join(g.statuses))} | "
-            f"{_esc(', '.join(g.model_types[:5]))}{' ...' if len(g.model_types) > 5 else ''} |" for g in groups]
-    if rows:
-        section(f"Most common failures ({len(groups)} signatures)", rows,
-                "| cells | signature | statuses | model types |\n|---|---|---|---|\n")
+        section(f"Findings per column ({sum(len(t) for t in failing.values())} cells)", items)
     return "".join(out)
-
-
-# The outcomes the summary lists as failing: the findings, and the skipped cells beside them
-# (under their own status); the expected failures (by design, or by a baseline) are counted apart.
-_LISTED = (Outcome.FINDING, Outcome.SKIPPED)
 
 
 def _split(column: str, policies: list[str]) -> _Probe:
@@ -267,8 +312,9 @@ def _split(column: str, policies: list[str]) -> _Probe:
 
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]+")
-_SAFE = {"&": "&amp;", "<": "&lt;", ">": "&gt;", "|": "&#124;", "`": "&#96;", "*": "\\*", "_": "\\_",
-         "[": "\\[", "]": "\\]", "#": "&#35;"}
+# Backslash escapes (CommonMark escapes any ASCII punctuation), not HTML entities: the text reads
+# the same where Markdown is shown raw (a terminal, `--markdown -`), and `\\|` holds in a table.
+_SAFE = {c: "\\" + c for c in "&<>|`*_[]#\\"}
 _MARKUP = re.compile("|".join(re.escape(c) for c in _SAFE))
 
 

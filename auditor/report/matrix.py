@@ -21,9 +21,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from auditor.core.outcome import Outcome, cell_outcome
+from auditor.core.outcome import CellVerdict, Outcome, judge
 from auditor.core.results import RESULTS_FILE, Result, Run, RunInfo
 from auditor.core.status import Status
+from auditor.report.causes import cause_of
 
 
 @dataclass(frozen=True)
@@ -49,18 +50,25 @@ class Cell:
     results: tuple[Result, ...]
     disagree: bool = False
     listed: bool = False  # an expected baseline lists its failure (status and signature)
-    result: Result = field(init=False)  # the deciding one
-    outcome: Outcome = field(init=False)
+    verdict: CellVerdict = field(init=False)  # the cell rule's (auditor.core.outcome.judge)
     by_baseline: bool = field(init=False)  # the baseline is what makes it `expected` (see `shown`)
 
     def __post_init__(self) -> None:
         # Derived once: reports read a cell's fields many times over.
-        decided = deciding(self.results)
-        object.__setattr__(self, "result", decided)
-        object.__setattr__(self, "outcome", cell_outcome(self.results, expected=self.listed))
-        # The outcome rule asked twice, with and without the baseline: where they differ, the
+        verdict = judge(self.results, expected=self.listed)
+        object.__setattr__(self, "verdict", verdict)
+        # The cell rule asked twice, with and without the baseline: where they differ, the
         # baseline relabelled the cell (a failure by design, or a flaky one, stays what it was).
-        object.__setattr__(self, "by_baseline", self.listed and self.outcome is not cell_outcome(self.results))
+        object.__setattr__(self, "by_baseline", self.listed and verdict.outcome is not judge(self.results).outcome)
+
+    @property
+    def result(self) -> Result:
+        """The row that decides the cell."""
+        return self.verdict.row
+
+    @property
+    def outcome(self) -> Outcome:
+        return self.verdict.outcome
 
     @property
     def status(self) -> Status:
@@ -73,6 +81,11 @@ class Cell:
     @property
     def message(self) -> str:
         return self.result.message
+
+    @property
+    def cause(self) -> str:
+        """What reports group failures by (auditor.report.causes); `signature` stays the row's own."""
+        return cause_of(self.result.message, self.result.signature)
 
     @property
     def seconds(self) -> float:
@@ -122,8 +135,8 @@ class Matrix:
 
 
 def deciding(claims: Sequence[Result]) -> Result:
-    """The result that decides a cell several rows claim: the first one read."""
-    return claims[0]
+    """The result that decides a cell several rows claim (the cell rule's `row`)."""
+    return judge(claims).row
 
 
 def run_name(run: Run) -> str:
@@ -159,14 +172,26 @@ def run_cells(run: Run) -> dict[tuple[str, str], Result]:
     return {(model_type, column): r for (_, model_type, column), r in cell_results([run]).items()}
 
 
+def cell_verdicts(runs: Sequence[Run]) -> dict[tuple[str, str, str], CellVerdict]:
+    """(environment, model type, column) -> the cell rule's verdict on that cell."""
+    return {key: judge(claims) for key, claims in cell_claims(runs).items()}
+
+
+def run_verdicts(run: Run) -> dict[tuple[str, str], CellVerdict]:
+    """(model type, column) -> the cell rule's verdict on that cell in one run."""
+    return {(model_type, column): v for (_, model_type, column), v in cell_verdicts([run]).items()}
+
+
 def build_matrix(runs: Sequence[Run], listed: Callable[[str, str, str, str], bool] | None = None,
                  baseline: str | None = None) -> Matrix:
     """`listed(model_type, column, status, signature)`: whether an expected baseline lists a
     cell's failure (auditor.report.baseline), which makes it `expected`; `baseline`: its name."""
     found = cell_claims(runs)
     environments = list(dict.fromkeys(run.info.environment for run in runs))
+    infos = environment_infos(runs)
     groups = tuple(
-        Group(env, tuple(Column(env, c) for c in sorted({k[2] for k in found if k[0] == env}, key=column_order)))
+        Group(env, tuple(Column(env, c) for c in sorted({k[2] for k in found if k[0] == env},
+                                                        key=engine_column_order(infos[env].engines))))
         for env in environments
     )
     columns = [c for g in groups for c in g.columns]
@@ -192,3 +217,18 @@ def _listed(listed, first: Result) -> bool:
 def column_order(column: str) -> tuple[bool, str]:
     """`build` first, the rest by name: the order of matrix.csv."""
     return (column != "build", column)
+
+
+def engine_column_order(engines) -> Callable[[str], tuple]:
+    """The matrix's column order: `build` first, then by check; a check's columns of a serving
+    engine's gates (`backend/<gate>[/<policy>]`) in that engine's order, engines in the order the
+    run recorded them (auditor.core.engineinfo), the rest by name."""
+    position = {f"backend/{gate}": (e, g) for e, engine in enumerate(engines) for g, gate in enumerate(engine.gates)}
+    last = (len(engines), 0)
+
+    def key(column: str) -> tuple:
+        place = next((pos for prefix, pos in position.items() if column == prefix or column.startswith(prefix + "/")),
+                     last)
+        return (column != "build", column.split("/", 1)[0], place, column)
+
+    return key

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from auditor.core.outcome import Outcome
+from auditor.core.outcome import Outcome, Tally
 from auditor.core.results import Run
 from auditor.report.baseline import Baseline, expected_matrix
 from auditor.report.matrix import build_matrix, run_name
@@ -42,6 +42,7 @@ class NightlyGate:
     expected: int
     against: str = ""  # the night before's name, "" without one
     baseline: bool = False  # whether an expected baseline was given
+    counts: Tally = Tally()  # every cell of tonight's run by the outcome rule (what the other outputs print)
 
     @property
     def failed(self) -> bool:
@@ -51,7 +52,8 @@ class NightlyGate:
 def nightly_gate(new: Run, previous: Run | None = None, baseline: Baseline | None = None) -> NightlyGate:
     before = {} if previous is None else {(m, col.column): cell for m, col, cell in build_matrix([previous]).cells()}
     new_failures, fixed, flaky, expected = [], [], [], 0
-    for model_type, col, cell in expected_matrix([new], baseline).cells():
+    cells = expected_matrix([new], baseline).cells()
+    for model_type, col, cell in cells:
         was = before.get((model_type, col.column))
         note = GateCell(model_type, col.column, cell.status.value, cell.signature, was.status.value if was else "")
         if cell.outcome is Outcome.FLAKY:
@@ -63,7 +65,8 @@ def nightly_gate(new: Run, previous: Run | None = None, baseline: Baseline | Non
         elif cell.outcome is Outcome.PASS and _was_failing(baseline, was, model_type, col.column):
             fixed.append(note)
     return NightlyGate(run_name(new), tuple(new_failures), tuple(fixed), tuple(flaky), expected,
-                       run_name(previous) if previous is not None else "", baseline is not None)
+                       run_name(previous) if previous is not None else "", baseline is not None,
+                       Tally.of(cell.outcome for _, _, cell in cells))
 
 
 def _was_failing(baseline: Baseline | None, was, model_type: str, column: str) -> bool:
@@ -80,7 +83,8 @@ def render_gate_markdown(gate: NightlyGate, update_hint: str = "") -> str:
     lines = [f"### Nightly gate {verdict}: {_md(gate.name)}{against}", "",
              f"{len(gate.new_failures)} new failure{'s' if len(gate.new_failures) != 1 else ''}, "
              f"{len(gate.fixed)} fixed, {len(gate.flaky)} flaky (passed on a rerun)"
-             + (f", {gate.expected} expected by the baseline" if gate.baseline else "")]
+             + (f", {gate.expected} expected by the baseline" if gate.baseline else ""),
+             "", f"Tonight: {gate.counts.text()}"]
     for title, cells in (("New failures", gate.new_failures), ("Fixed", gate.fixed),
                          ("Flaky: failed, then passed on a rerun", gate.flaky)):
         if not cells:
@@ -99,7 +103,8 @@ def render_gate_text(gate: NightlyGate) -> str:
     """One line per new failure, for the terminal."""
     verdict = "FAILED" if gate.failed else "passed"
     lines = [f"nightly gate {verdict}: {len(gate.new_failures)} new failures, {len(gate.fixed)} fixed, "
-             f"{len(gate.flaky)} flaky" + (f", {gate.expected} expected" if gate.baseline else "")]
+             f"{len(gate.flaky)} flaky" + (f", {gate.expected} expected" if gate.baseline else ""),
+             f"  tonight: {gate.counts.text()}"]
     lines += [f"  new failure: {c.model_type} {c.column} ({c.status}) {c.signature}".rstrip() for c in gate.new_failures]
     return "\n".join(lines) + "\n"
 

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+
+from markupsafe import Markup
 
 from auditor.core.outcome import Outcome
 from auditor.core.results import Run, RunInfo
@@ -14,8 +18,10 @@ from auditor.report.charts import horizontal_bars
 from auditor.report.environments import differences, group_labels, sentence, side_by_side
 from auditor.report.matrix import run_name
 from auditor.report.ranges import release_ranges
-from auditor.report.serve import headlines, unreachable, verdicts
+from auditor.report.serve import Serves, headlines, unreachable, verdicts, where_stopped
 from auditor.report.shards import shard_coverage
+from auditor.report.since import SHOWN as SINCE_SHOWN
+from auditor.report.since import since
 from auditor.report.statuses import legend
 from auditor.report.summary import (
     Counts,
@@ -25,6 +31,7 @@ from auditor.report.summary import (
     expected_label,
     failure_groups,
     findings,
+    tally,
 )
 
 FAILURES_SHOWN = 30
@@ -45,19 +52,21 @@ def run_view(run: Run) -> RunView:
     return RunView(name=run_name(run), info=run.info, results=len(run.results))
 
 
-def render_report(runs: Sequence[Run], title: str = "Model sweep report", expected: Baseline | None = None) -> str:
+def render_report(runs: Sequence[Run], title: str = "Model sweep report", expected: Baseline | None = None,
+                  previous: Run | None = None) -> str:
     """`expected`: an expected baseline; the failures it lists show as `expected`, their own
-    status in the cell's title (a view: the rows are what they are)."""
+    status in the cell's title (a view: the rows are what they are). `previous`: an earlier run
+    of the same sweep, what changed since it after the verdicts."""
     matrix = expected_matrix(runs, expected)
     cells = matrix.cells()
     differ = differences(runs)
     present = legend(c.shown for _, _, c in cells)
     # The table of failures lists findings only; skipped and expected cells are counted apart.
     all_failures = failure_groups(matrix, limit=None, outcomes=frozenset({Outcome.FINDING}))
-    messages = _message_ids(cells)
     breaks = break_groups(matrix)
     columns = matrix.columns
     marked = unreachable(runs)
+    found_verdicts = verdicts(runs)
     context = dict(
         title=title,
         runs=[run_view(r) for r in runs],
@@ -65,6 +74,9 @@ def render_report(runs: Sequence[Run], title: str = "Model sweep report", expect
         matrix=matrix,
         several=len(matrix.groups) > 1,
         total_cells=len(cells),
+        tally=tally(matrix),
+        since=since(runs, previous),
+        since_shown=SINCE_SHOWN,
         legend=present,
         styles={s.name: s for s in present},
         legend_index={s.name: i for i, s in enumerate(present)},
@@ -77,7 +89,9 @@ def render_report(runs: Sequence[Run], title: str = "Model sweep report", expect
         differ_in=sentence(differ),
         group_labels=group_labels(differ),
         findings=findings(matrix),
-        serve_headlines=headlines(verdicts(runs)),
+        serve_headlines=headlines(found_verdicts),
+        where_stopped=where_stopped,
+        verdict_titles=list(dict.fromkeys(v.engine.title for v in found_verdicts)) if len(matrix.groups) == 1 else [],
         unreachable=marked,
         unreachable_types=sorted({model_type for _, model_type in marked}),
         env_chart=horizontal_bars(environment_counts(matrix), "Status counts per environment"),
@@ -86,26 +100,88 @@ def render_report(runs: Sequence[Run], title: str = "Model sweep report", expect
         apart=counted_apart(matrix),
         graph_breaks=breaks[:BREAKS_SHOWN],
         more_breaks=max(0, len(breaks) - BREAKS_SHOWN),
-        message_ids=messages,
         column_index={c.key: i for i, c in enumerate(columns)},
         group_of={c.key: gi for gi, g in enumerate(matrix.groups) for c in g.columns},
-        data={
-            "messages": list(messages),
+        data=_script_json({
             "columns": [{"environment": c.environment, "column": c.column} for c in columns],
             "order": [s.name for s in present],
             "ok": [s.name for s in present if s.ok],
-        },
+            "short": [s.short for s in present],
+            "outcomes": OUTCOME_CODES,
+            "relabel": expected_label(matrix.baseline) if any(c.by_baseline for _, _, c in cells) else "",
+            **_matrix_data(matrix, {s.name: i for i, s in enumerate(present)}, marked, found_verdicts),
+        }),
     )
     return templating.render("report.html.j2", **context)
 
 
-def _message_ids(cells) -> dict[str, int]:
-    """Each distinct message -> its index in the page's data, so that a message many cells share
-    is in the page once (the detail pane looks it up)."""
-    ids: dict[str, int] = {}
-    for _, _, cell in cells:
-        ids.setdefault(cell.message, len(ids))
-    return ids
+def _script_json(data: dict) -> Markup:
+    """`data` as JSON to embed in a `<script type="application/json">`: compact, UTF-8, and with
+    every `<` that could open a tag, close the element or open a comment escaped (`<` before a
+    letter, `/` or `!`); jinja's `tojson` escapes every `<`, `>`, `&` and `'` as six bytes, and
+    the messages are full of `'...'`."""
+    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    return Markup(_TAG_OPEN.sub(r"\\u003c", text))
+
+
+_TAG_OPEN = re.compile(r"<(?=[A-Za-z/!])")
+
+
+# The trailing fields of a kind (disagree, relabelled status, gate id) when unset: left out.
+_DEFAULTS = (0, "", -1)
+
+# A cell's outcome in the page's data, by its index here (the page's JavaScript reads the names).
+OUTCOME_CODES = [o.value for o in Outcome]
+
+
+def _matrix_data(matrix, legend_index: dict[str, int], marked: dict[tuple[str, str], str], found=()) -> dict:
+    """The matrix as the page's data, which its script turns into the table. A row per model type,
+    `[model type, [cell, ...]]`; a cell is 0 where absent, else its kind (1 + an index into `kinds`),
+    or `[kind, seconds]` where it took a tenth of a second or more. A kind is what cells share:
+    `[legend index, outcome index, message id, title id]` and, only where set, `[..., disagree,
+    the status a baseline relabelled, unreachable gate id]`. One element per cell with four
+    attributes made the page of a 622-type run 3.2 MB; a cell here is a number. With verdicts
+    (auditor.report.serve) of one environment, a row has a third item, per engine in `engines`:
+    "" where it serves the type, the gate's column where it stops it, `?` and the gate where
+    undecided (a view beside the cells, not a cell: see serve.py)."""
+    messages: dict[str, int] = {}
+    titles: dict[str, int] = {}
+    gates: dict[str, int] = {}
+    kinds: dict[tuple, int] = {}
+    codes = {o: i for i, o in enumerate(Outcome)}
+    engines, by_type = _verdict_view(found) if len(matrix.groups) == 1 else ({}, {})
+    rows = []
+    columns = matrix.columns
+    for row in matrix.rows:
+        cells: list = []
+        for col, cell in zip(columns, row.cells, strict=True):
+            if cell is None:
+                cells.append(0)
+                continue
+            gate = marked.get((col.environment, row.model_type)) if col.column.startswith("decorate/") else None
+            kind = [legend_index[cell.shown], codes[cell.outcome], messages.setdefault(cell.message, len(messages)),
+                    titles.setdefault(cell.signature or str(cell.status), len(titles)),
+                    1 if cell.disagree else 0, cell.status.value if cell.by_baseline else "",
+                    gates.setdefault(gate, len(gates)) if gate else -1]
+            while len(kind) > 4 and kind[-1] == _DEFAULTS[len(kind) - 5]:
+                kind.pop()
+            number = kinds.setdefault(tuple(kind), len(kinds)) + 1
+            seconds = round(cell.seconds, 1)
+            cells.append([number, seconds] if seconds else number)
+        verdict = by_type.get(row.model_type)
+        rows.append([row.model_type, cells, [verdict.get(e) for e in engines]] if verdict else [row.model_type, cells])
+    return {"rows": rows, "kinds": [list(k) for k in kinds], "messages": list(messages), "titles": list(titles),
+            "gates": list(gates), "engines": list(engines.values())}
+
+
+def _verdict_view(found) -> tuple[dict[str, str], dict[str, dict[str, str]]]:
+    """The engines (name -> title) and per model type each one's verdict as the page's data says it."""
+    engines = {v.engine.name: v.engine.title for v in found}
+    by_type: dict[str, dict[str, str]] = {}
+    for v in found:
+        text = "" if v.serves is Serves.SERVABLE else (v.gate if v.serves is Serves.STOPS else f"?{v.gate}")
+        by_type.setdefault(v.model_type, {})[v.engine.name] = text
+    return engines, by_type
 
 
 def _pass_ranges(runs: Sequence[Run]) -> dict | None:

@@ -3,9 +3,10 @@
 vLLM's tests/models/registry.py keeps `min_transformers_version` / `max_transformers_version`
 per architecture by hand; `auditor versions` computes the same per model type and column from
 one sweep per release, and every merged report whose environments are transformers releases
-shows it (`release_ranges`). A cell passes where its status is a pass (`Status.ok`). Between the
-two ends a cell may fail in some release: those are listed, so a range is never read as unbroken
-when it is not. Pure: cells in, rows and text out.
+shows it (`release_ranges`). Each cell is judged by the one cell rule (auditor.core.outcome.judge):
+it passes where its outcome is a pass, or flaky (it failed with a status the machine can cause and
+passed on a rerun: the release does build it). Between the two ends a cell may fail in some
+release: those are listed with the cell's label, so a range is never read as unbroken when it is not. Pure: cells in, rows and text out.
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ from dataclasses import dataclass
 
 from packaging.version import Version
 
-from auditor.core.results import Result, Run
+from auditor.core.outcome import CellVerdict, Outcome
+from auditor.core.results import Run
 
 FIELDS = ("model_type", "column", "lowest_pass", "highest_pass", "not_passing_within", "absent_in", "releases")
 
@@ -46,31 +48,34 @@ class PassRange:
                 "absent_in": " ".join(self.absent_in), "releases": " ".join(self.releases)}
 
 
-def pass_ranges(by_release: Mapping[str, Mapping[tuple[str, str], Result]]) -> list[PassRange]:
+def pass_ranges(by_release: Mapping[str, Mapping[tuple[str, str], CellVerdict]]) -> list[PassRange]:
     """One PassRange per model type and column seen in any release; `by_release` maps a release to
-    its cells, `(model type, column) -> the result that won the cell`."""
+    its cells, `(model type, column) -> the cell rule's verdict`."""
     releases = sorted(by_release, key=Version)
     keys = sorted({key for cells in by_release.values() for key in cells})
     ranges = []
     for model_type, column in keys:
         present = [(r, by_release[r][(model_type, column)]) for r in releases if (model_type, column) in by_release[r]]
-        passing = [r for r, result in present if result.status.ok]
+        passing = [r for r, verdict in present if verdict.outcome in _PASSING]
         lowest, highest = (passing[0], passing[-1]) if passing else ("", "")
-        within = tuple((r, result.status.value) for r, result in present
-                       if passing and Version(lowest) < Version(r) < Version(highest) and not result.status.ok)
+        within = tuple((r, verdict.label) for r, verdict in present
+                       if passing and Version(lowest) < Version(r) < Version(highest) and verdict.outcome not in _PASSING)
         ranges.append(PassRange(model_type, column, lowest, highest, within,
                                 tuple(r for r in releases if (model_type, column) not in by_release[r]),
                                 tuple(r for r, _ in present)))
     return ranges
 
 
+_PASSING = (Outcome.PASS, Outcome.FLAKY)
+
+
 def release_ranges(runs: Sequence[Run], minimum: int = 2) -> tuple[list[str], list[PassRange]] | None:
     """The releases (oldest first) and the pass ranges of runs made under `minimum` or more
-    transformers releases (a release's shards are one group; the first row read wins a cell, as
+    transformers releases (a release's shards are one group; each cell judged by the cell rule, as
     in the matrix); None when the runs share one transformers or one is not a release."""
     from packaging.version import InvalidVersion
 
-    from auditor.report.matrix import cell_results
+    from auditor.report.matrix import cell_verdicts
 
     groups: dict[str, list[Run]] = {}
     for run in runs:
@@ -81,8 +86,8 @@ def release_ranges(runs: Sequence[Run], minimum: int = 2) -> tuple[list[str], li
         return None
     if len(releases) < minimum:
         return None
-    by_release = {release: {(model_type, column): result
-                            for (_, model_type, column), result in cell_results(groups[release]).items()}
+    by_release = {release: {(model_type, column): verdict
+                            for (_, model_type, column), verdict in cell_verdicts(groups[release]).items()}
                   for release in releases}
     return releases, pass_ranges(by_release)
 

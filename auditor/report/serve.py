@@ -24,10 +24,11 @@ from dataclasses import dataclass, replace
 from enum import Enum
 
 from auditor.core.engineinfo import EngineInfo
-from auditor.core.outcome import Outcome, outcome
+from auditor.core.outcome import CellVerdict, Outcome, judge
 from auditor.core.results import Result, Run
 from auditor.core.status import ENVIRONMENTAL, Status
-from auditor.report.matrix import cell_results, environment_infos
+from auditor.report.causes import cause_of
+from auditor.report.matrix import cell_claims, environment_infos
 
 # A stopping gate that failed with one of these is the machine's or the auditor's failure, or
 # the auditor could not make the model's default config: the engine's answer is unknown.
@@ -67,6 +68,17 @@ class ServeVerdict:
     message: str = ""  # that gate's message (the engine's own, for `unsupported`)
     compiles: Compiles | None = None  # None: not checked under this engine's semantics
     compile_note: str = ""  # which compile column failed and how, or why nothing compiled
+    row: Result | None = None  # the deciding row of the gate that stopped it
+
+    @property
+    def signature(self) -> str:
+        """The cause of the stop (auditor.report.causes): what stops are grouped by."""
+        return cause_of(self.message, self.row.signature if self.row is not None else "")
+
+    @property
+    def fault(self) -> str:
+        """Whose fault the stop is, where the rows say (`model`, `engine`, ...; "" before they did)."""
+        return getattr(self.row, "fault", "") or ""
 
     @property
     def text(self) -> str:
@@ -87,10 +99,9 @@ class ServeVerdict:
 def verdicts(runs: Sequence[Run]) -> tuple[ServeVerdict, ...]:
     """One verdict per environment, engine the run recorded, and model type with its backend
     rows; in environment, engine and model type order."""
-    cells = cell_results(runs)
-    by_env: dict[str, dict[str, dict[str, Result]]] = {}
-    for (env, model_type, column), result in cells.items():
-        by_env.setdefault(env, {}).setdefault(model_type, {})[column] = result
+    by_env: dict[str, dict[str, dict[str, CellVerdict]]] = {}
+    for (env, model_type, column), claims in cell_claims(runs).items():
+        by_env.setdefault(env, {}).setdefault(model_type, {})[column] = judge(claims)  # the one cell rule
     found = []
     for env, info in environment_infos(runs).items():
         types = by_env.get(env, {})
@@ -111,29 +122,31 @@ def _gate_columns(engine: EngineInfo, own: bool) -> list[tuple[str, str]]:
     return [(gate, f"backend/{gate}{suffix}") for gate in engine.gates]
 
 
-def _verdict(env: str, model_type: str, engine: EngineInfo, rows: dict[str, Result]) -> ServeVerdict | None:
+def _verdict(env: str, model_type: str, engine: EngineInfo, rows: dict[str, CellVerdict]) -> ServeVerdict | None:
     own = bool(engine.policy) and any(column in rows for _, column in _gate_columns(engine, True))
     columns = _gate_columns(engine, own)
     if not any(column in rows for _, column in columns):
         return None  # the backend check did not run on this type
     stopping = set(engine.stopping)
     for gate, column in columns:
-        row = rows.get(column)
-        if row is None or gate not in stopping or outcome(row.status, row.extras) is not Outcome.FINDING:
+        cell = rows.get(column)
+        if cell is None or gate not in stopping or cell.outcome is not Outcome.FINDING:
             continue
+        row = cell.row
         serves = Serves.UNDECIDED if row.status in UNDECIDED else Serves.STOPS
-        return ServeVerdict(env, model_type, engine, serves, own, column, row.status, row.message)
+        return ServeVerdict(env, model_type, engine, serves, own, column, row.status, row.message, row=row)
     return ServeVerdict(env, model_type, engine, Serves.SERVABLE, own)
 
 
-def _with_compile(verdict: ServeVerdict, rows: dict[str, Result]) -> ServeVerdict:
+def _with_compile(verdict: ServeVerdict, cells: dict[str, CellVerdict]) -> ServeVerdict:
     """The verdict with the compile check's answer: its own-code rows where there are any."""
-    compile_rows = {column: row for column, row in rows.items() if row.check == "compile"}
+    outcome_of = {column: cell.outcome for column, cell in cells.items()}
+    compile_rows = {column: cell.row for column, cell in cells.items() if cell.row.check == "compile"}
     own = {c: r for c, r in compile_rows.items() if r.policy == verdict.engine.policy}
     chosen = own or {c: r for c, r in compile_rows.items() if r.policy != verdict.engine.policy}
     if not chosen:
         return verdict
-    outcomes = {column: outcome(row.status, row.extras) for column, row in sorted(chosen.items())}
+    outcomes = {column: outcome_of[column] for column in sorted(chosen)}
     failing = [column for column, o in outcomes.items() if o is Outcome.FINDING]
     decided = [column for column in failing if chosen[column].status not in UNDECIDED]
     if failing:
@@ -246,3 +259,37 @@ def _tally(group: Sequence[ServeVerdict]) -> EngineTally:
         stopped=tuple(v for v in group if v.serves is Serves.STOPS),
         undecided=tuple(v for v in group if v.serves is Serves.UNDECIDED),
         compiled=tuple(v.model_type for v in checked if v.compiles is Compiles.YES) if checked else None)
+
+
+@dataclass(frozen=True)
+class GateStops:
+    """The types one engine stops at one of its gates, grouped by cause, most first."""
+
+    gate: str  # the gate's column (`backend/registry`)
+    count: int
+    causes: tuple[tuple[str, tuple[str, ...]], ...]  # (cause, the model types), most first
+
+
+def where_stopped(tally: EngineTally) -> tuple[GateStops, ...]:
+    """Where an engine stops types: gate by gate in the engine's order (its record's `gates`),
+    each with the causes of its stops; the undecided last, under `undecided`."""
+    order = {column: i for i, (_, column) in enumerate(_gate_columns(tally.engine, tally.own))}
+    found = []
+    for gate, group in _by(tally.stopped, lambda v: v.gate, key=lambda gate: order.get(gate, len(order))):
+        found.append(_stops(gate, group))
+    if tally.undecided:
+        found.append(_stops("undecided", tally.undecided))
+    return tuple(found)
+
+
+def _stops(gate: str, group: Sequence[ServeVerdict]) -> GateStops:
+    causes = _by(group, lambda v: v.signature)
+    ordered = sorted(causes, key=lambda kv: (-len(kv[1]), kv[0]))
+    return GateStops(gate, len(group), tuple((cause, tuple(v.model_type for v in vs)) for cause, vs in ordered))
+
+
+def _by(items, what, key=lambda k: k):
+    groups: dict = {}
+    for item in items:
+        groups.setdefault(what(item), []).append(item)
+    return sorted(groups.items(), key=lambda kv: key(kv[0]))

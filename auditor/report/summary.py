@@ -11,7 +11,7 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from auditor.core.outcome import Outcome
+from auditor.core.outcome import Outcome, Tally
 from auditor.report.matrix import Cell, Matrix, column_order
 from auditor.report.statuses import rank
 
@@ -71,10 +71,16 @@ class Finding:
     expected: int = 0  # failing by design
     baseline: int = 0  # failures the expected baseline lists
     baseline_name: str = ""
+    skipped: int = 0  # tested nothing: counted apart, and not in the denominator
+
+    @property
+    def ran(self) -> int:
+        return self.total - self.skipped
 
     def text(self, names: int = 3) -> str:
-        """`decorate/decoder/legacy: 345/622 pass · refused 1 (t5gemma2) · error 35`."""
-        parts = [f"{self.passed}/{self.total} pass"]
+        """`decorate/decoder/legacy: 345/600 pass · refused 1 (t5gemma2) · error 35 · 22 skipped`:
+        out of the cells that ran."""
+        parts = [f"{self.passed}/{self.ran} pass"]
         for status, count, model_types in self.failures:
             shown = f" ({', '.join(model_types)})" if count <= names else ""
             parts.append(f"{status} {count}{shown}")
@@ -82,12 +88,14 @@ class Finding:
             parts.append(f"{self.expected} failing as expected by design")
         if self.baseline:
             parts.append(f"{self.baseline} {expected_label(self.baseline_name)}")
+        if self.skipped:
+            parts.append(f"{self.skipped} skipped")
         return f"{self.column}: " + " · ".join(parts)
 
 
 def findings(matrix: Matrix) -> tuple[Finding, ...]:
-    """One Finding per matrix column, in matrix order: the passes, the expected failures, and
-    every other cell by status (a skipped cell is listed under its status, as it always was)."""
+    """One Finding per matrix column, in matrix order: the passes, every failure by status (the
+    flaky ones apart), and the expected failures and skipped cells counted apart."""
     by_column: dict[tuple[str, str], list[tuple[str, Cell]]] = {}
     for model_type, col, cell in matrix.cells():
         by_column.setdefault((col.environment, col.column), []).append((model_type, cell))
@@ -97,13 +105,19 @@ def findings(matrix: Matrix) -> tuple[Finding, ...]:
         outcomes = [(model_type, c, _apart(c)) for model_type, c in cells]
         failing: dict[str, list[str]] = {}
         for model_type, c, o in outcomes:
-            if o not in (Outcome.PASS, Outcome.EXPECTED, _BASELINE):  # a flaky cell apart from the confirmed ones
+            if o not in (Outcome.PASS, Outcome.EXPECTED, Outcome.SKIPPED, _BASELINE):  # flaky: apart from the confirmed
                 failing.setdefault(f"{c.status} (flaky)" if o is Outcome.FLAKY else c.status, []).append(model_type)
         ordered = sorted(failing.items(), key=lambda kv: (-len(kv[1]), rank(kv[0])))
         found.append(Finding(col.environment, col.column, len(cells), _count(outcomes, Outcome.PASS),
                              tuple((s, len(m), tuple(sorted(m))) for s, m in ordered),
-                             _count(outcomes, Outcome.EXPECTED), _count(outcomes, _BASELINE), matrix.baseline or ""))
+                             _count(outcomes, Outcome.EXPECTED), _count(outcomes, _BASELINE), matrix.baseline or "",
+                             _count(outcomes, Outcome.SKIPPED)))
     return tuple(found)
+
+
+def tally(matrix: Matrix) -> Tally:
+    """Every cell of the matrix counted by the one outcome rule: the totals every output prints."""
+    return Tally.of(cell.outcome for _, _, cell in matrix.cells())
 
 
 def _count(outcomes, which) -> int:
@@ -146,14 +160,14 @@ NOT_PASSED = frozenset(o for o in Outcome if o is not Outcome.PASS)
 
 def failure_groups(matrix: Matrix, limit: int | None = 30, outcomes: frozenset[Outcome] = NOT_PASSED,
                    by_baseline: bool | None = None) -> tuple[FailureGroup, ...]:
-    """The most common signatures of the cells of `outcomes` (every cell that did not pass, by
+    """The most common causes (auditor.report.causes) of the cells of `outcomes` (every cell that did not pass, by
     default; report.html's table asks for the findings alone), most frequent first; `by_baseline`
     True or False: only the cells an expected baseline relabelled, or only the others."""
     by_signature: dict[str, list] = {}
     for model_type, col, cell in matrix.cells():
         if cell.outcome not in outcomes or by_baseline not in (None, cell.by_baseline):
             continue
-        signature = cell.signature or cell.message or f"({cell.status})"
+        signature = cell.cause or f"({cell.status})"
         by_signature.setdefault(signature, []).append((model_type, col, cell))
     groups = [
         FailureGroup(

@@ -60,21 +60,31 @@ def matrix_frame(runs: Sequence[Run]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["model_type", *names], dtype=object)
 
 
+# serve.csv's fields of each engine, for scripts: `serve/<engine>/<field>`.
+SERVE_FIELDS = ("verdict", "gate", "signature", "fault", "message")
+
+
 def serve_frame(runs: Sequence[Run]) -> pd.DataFrame:
     """serve.csv: one row per model type (and environment, when several), per engine the runs
-    recorded `serve/<engine>` (its verdict: "servable", "stops at <gate>: <message>") and, where
-    the run compiled with that engine's semantics, `serve/<engine>/compile`."""
+    recorded `serve/<engine>` (its verdict as a sentence: "servable", "stops at <gate>: <message>"),
+    the same in fields for scripts (`serve/<engine>/verdict`: servable, stops or undecided; `/gate`,
+    `/signature`: the stop's cause, `/fault`, `/message`) and, where the run compiled with that
+    engine's semantics, `serve/<engine>/compile`."""
     found = verdicts(runs)
     several = len({v.environment for v in found}) > 1
     compiled = {v.engine.name for v in found if v.compiles is not None}
     names = list(dict.fromkeys(v.engine.name for v in found))
-    columns = [c for name in names for c in (f"serve/{name}", *((f"serve/{name}/compile",) if name in compiled else ()))]
+    columns = [c for name in names for c in (f"serve/{name}", *(f"serve/{name}/{f}" for f in SERVE_FIELDS),
+                                             *((f"serve/{name}/compile",) if name in compiled else ()))]
     rows: dict[tuple[str, str], dict[str, str]] = {}
     for v in found:
         row = rows.setdefault((v.environment, v.model_type), {"environment": v.environment, "model_type": v.model_type})
-        row[f"serve/{v.engine.name}"] = v.text
+        head = f"serve/{v.engine.name}"
+        row[head] = v.text
+        fields = (str(v.serves), v.gate, v.signature if v.gate else "", v.fault, v.message)
+        row.update({f"{head}/{name}": value for name, value in zip(SERVE_FIELDS, fields, strict=True)})
         if v.engine.name in compiled:
-            row[f"serve/{v.engine.name}/compile"] = v.compile_text
+            row[f"{head}/compile"] = v.compile_text
     heads = ["environment", "model_type"] if several else ["model_type"]
     return pd.DataFrame(list(rows.values()), columns=[*heads, *columns], dtype=object).fillna("")
 

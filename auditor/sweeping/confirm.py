@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from auditor.core.outcome import RERUN_KEY, is_rerun, needs_confirmation
+from auditor.core.outcome import RERUN_KEY, judge
 from auditor.core.results import Result, ResultsWriter, read_run
 from auditor.models.cases import ModelCase
 from auditor.sweeping.events import SweepEvents
@@ -35,16 +35,17 @@ class Pending:
 
 
 def pending(results: Sequence[Result], reruns: int) -> list[Pending]:
-    """The model types with cells to rerun: a first row that needs confirming, no rerun row that
-    passed, and fewer than `reruns` rerun rows so far. In the order the types were first written."""
+    """The model types with cells to rerun: cells the cell rule calls unconfirmed (a deciding row
+    that needs confirming, no rerun that passed) with fewer than `reruns` rerun rows so far. In the
+    order the types were first written."""
     claims: dict[CellKey, list[Result]] = {}
     for row in results:
         claims.setdefault(_key(row), []).append(row)
     by_type: dict[str, dict[CellKey, int]] = {}
     for key, rows in claims.items():
-        later = [r for r in rows[1:] if is_rerun(r.extras)]
-        if needs_confirmation(rows[0].status) and not any(r.status.ok for r in later) and len(later) < reruns:
-            by_type.setdefault(key[0], {})[key] = len(later) + 1
+        verdict = judge(rows)
+        if verdict.unconfirmed and len(verdict.reruns) < reruns:
+            by_type.setdefault(key[0], {})[key] = len(verdict.reruns) + 1
     return [Pending(model_type, attempts) for model_type, attempts in by_type.items()]
 
 

@@ -2,8 +2,10 @@
 
 A *cell* is a model type and a column (`llama decorate/decoder/legacy`), or a model type alone
 ("any cell of this type"). Its *state* in one transformers is the status of each of its columns
-there (messages ride along for the report; only statuses decide); a type the release does not
-have is the empty state, `absent`. A bisection knows the state at the good end and looks for the
+there (messages ride along for the report; only statuses decide), judged by the one cell rule
+(auditor.core.outcome.judge): a cell whose rerun passed reads `flaky`, neither good nor bad, and a
+state with a flaky cell is not a measurement (a step skips the commit, a release is skipped); a type
+the release does not have is the empty state, `absent`. A bisection knows the state at the good end and looks for the
 first release whose state differs from it: like `git bisect`, it keeps the newest release seen
 with the good state below the oldest seen with another one, and probes the middle between them.
 A release that could not be measured (it would not install, its sweep died) is skipped, as
@@ -17,7 +19,7 @@ import re
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 
-from auditor.core.results import Result
+from auditor.core.outcome import FLAKY_LABEL, CellVerdict
 
 # The protocol of `git bisect run`: 0 good, 1 bad, 125 this commit cannot be tested; a code
 # above 127 stops the bisection (bad input must not be taken for a bad commit).
@@ -60,6 +62,11 @@ class State:
     def same(self, other: State) -> bool:
         return self.statuses() == other.statuses()
 
+    @property
+    def flaky(self) -> bool:
+        """Whether a cell of it failed and then passed on a rerun: it says neither good nor bad."""
+        return any(e.status == FLAKY_LABEL for e in self.entries)
+
     def describe(self, columns: Collection[str] | None = None) -> str:
         """`absent`, or `column: status (message)` for each column (those in `columns` when given)."""
         shown = [e for e in self.entries if columns is None or e.column in columns]
@@ -94,10 +101,10 @@ def sweep_selection(cell: Cell, is_policy: Callable[[str], bool]) -> tuple[str, 
     return parts[0], policy
 
 
-def cell_state(cells: Mapping[tuple[str, str], Result], cell: Cell) -> State:
-    """The cell's state in one run's cells, `(model type, column) -> the result that won the cell`."""
-    entries = sorted((Entry(column, r.status.value, r.message or r.signature)
-                      for (model_type, column), r in cells.items()
+def cell_state(cells: Mapping[tuple[str, str], CellVerdict], cell: Cell) -> State:
+    """The cell's state in one run's cells, `(model type, column) -> the cell rule's verdict`."""
+    entries = sorted((Entry(column, v.label, v.row.message or v.row.signature)
+                      for (model_type, column), v in cells.items()
                       if model_type == cell.model_type and (not cell.column or column == cell.column)),
                      key=lambda e: e.column)
     return State(tuple(entries))
@@ -153,8 +160,9 @@ def check_ends(good: State, bad: State, cell: Cell, good_name: str, bad_name: st
 
 
 def step_verdict(good: State, state: State | None) -> int:
-    """The `git bisect run` exit code of a step: good when the state is the good end's."""
-    if state is None:
+    """The `git bisect run` exit code of a step: good when the state is the good end's; skip when
+    it could not be measured, or a cell of it is flaky (unless the good end's is flaky too)."""
+    if state is None or (state.flaky and not state.same(good)):
         return GIT_SKIP
     return GIT_GOOD if state.same(good) else GIT_BAD
 

@@ -67,7 +67,11 @@ class Probe:
             return None
         run = runner.read_swept(sweep.side, events, context=f"the sweep of {name} left no readable results: ",
                                 hint=f": the venv under {envdir} did not take the release")
-        return cell_state(runner.cells_of(run), self.cell)
+        state = cell_state(runner.cells_of(run), self.cell)
+        if state.flaky:  # a rerun passed: this release says neither good nor bad
+            events.note(f"{name}: {state.describe()}: flaky, skipped")
+            return None
+        return state
 
 
 def bisect_probe(model_type: str, column: str = "", *, outdir: Path, checks: str | None = None,

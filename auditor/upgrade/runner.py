@@ -217,10 +217,10 @@ def read_swept(side: Side, events: UpgradeEvents, *, context: str, hint: str) ->
 
 
 def cells_of(run: Run):
-    """(model type, column) -> the result that won the cell: the matrix's rule, read from one run."""
-    from auditor.report.matrix import run_cells
+    """(model type, column) -> the cell rule's verdict on each cell of one run (the matrix's)."""
+    from auditor.report.matrix import run_verdicts
 
-    return run_cells(run)
+    return run_verdicts(run)
 
 
 # -- the options every command passes on to its sweeps, checked before any venv is touched ------

@@ -41,3 +41,30 @@ def write_run(directory: Path, results: list[Result], **info) -> Path:
     with ResultsWriter(directory / "results.jsonl", run_info(**info)) as writer:
         writer.write_all(results)
     return directory
+
+
+def page_cells(html: str) -> dict[tuple[str, str], dict]:
+    """The matrix cells of a report.html, decoded from its embedded data as its script decodes
+    them: (model type, column) -> status, outcome, the status a baseline relabelled, the text in
+    the cell, its title and its unreachable gate."""
+    import json
+
+    start = html.index('<script type="application/json" id="report-data">')
+    text = html[html.index(">", start) + 1:html.index("</script>", start)]
+    data = json.loads(text)
+    cells = {}
+    for model_type, entries, *_ in data["rows"]:  # a third item: the engines' verdicts
+        for column, entry in zip(data["columns"], entries, strict=True):
+            if not entry:
+                continue
+            kind = data["kinds"][(entry if isinstance(entry, int) else entry[0]) - 1]
+            kind = kind + [0, "", -1][len(kind) - 4:]  # the trailing defaults the page leaves out
+            gate = data["gates"][kind[6]] if kind[6] >= 0 else ""
+            was = kind[5]
+            cells[(model_type, column["column"])] = {
+                "s": data["order"][kind[0]], "o": data["outcomes"][kind[1]], "was": was, "disagree": bool(kind[4]),
+                "text": data["short"][kind[0]] + ("†" if gate else ""), "gate": gate,
+                "message": data["messages"][kind[2]],
+                "title": (f"{data['relabel']}: {was} · " if was else "") + data["titles"][kind[3]]
+                + (f" · unreachable: {gate}" if gate else "")}
+    return cells

@@ -108,7 +108,7 @@ def test_summary_md_groups_the_breaks_by_line(sweep):
     rows = table.splitlines()[2:]
     models = str(COMPILE / "plugin_models.py").replace("_", "\\_")  # Markdown, escaped as the summary does
     helpers = str(COMPILE / "plugin_helpers.py").replace("_", "\\_")
-    assert rows[0].startswith(f"| 2 | {models}:{own} in finish | model | Call to &#96;torch.\\_dynamo.graph\\_break()")
+    assert rows[0].startswith(f"| 2 | {models}:{own} in finish | model | Call to \\`torch.\\_dynamo.graph\\_break()")
     assert rows[0].endswith("| auditor\\_compile\\_break, auditor\\_compile\\_break\\_twice |")
     assert rows[1].startswith(f"| 1 | {helpers}:{helper} in break\\_again | model |")
     assert len(rows) == 2

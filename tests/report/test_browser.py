@@ -130,7 +130,7 @@ def test_script_in_an_error_message_renders_as_text(page, tmp_path):
     page.goto((make_report(tmp_path, [FIXTURES / "xss.jsonl"]) / "report.html").as_uri())
     assert page.evaluate("document.scripts.length") == 2
     assert page.locator("img").count() == 0
-    assert "<script>alert(1)</script>" in page.inner_text("#failures")
+    assert "<script>alert(N)</script>" in page.inner_text("#failures")  # grouped by cause: numbers masked
     assert "</script><script>alert(3)</script>" in page.inner_text("#failures")
     assert "label <i>x</i> & co" in page.inner_text("#environments")
     page.locator("#matrix tr[data-model='evil'] td").first.click()
@@ -159,3 +159,48 @@ def test_history_and_diff_pages_render(page, tmp_path):
     page.go_back()
     page.click("a.report-link >> nth=0")
     assert page.locator("#matrix tbody tr").count() == 9
+
+
+def test_failures_only_shows_the_rows_with_a_finding(page, tmp_path):
+    """Not the rows whose only failures are skipped cells or failures expected by design."""
+    from dataclasses import replace
+
+    from tests.report.helpers import result, write_run
+
+    rows = [result("llama", "build"), result("llama", "skipped", check="compile"),
+            result("gpt2", "build"), replace(result("gpt2", "refused", check="pickle", component="by-ref-remote"),
+                                              extras={"expected": True}),
+            result("t5", "build"), result("t5", "refused", check="decorate", component="decoder", policy="legacy")]
+    run = write_run(tmp_path / "run", rows)
+    page.goto((make_report(tmp_path, [run / "results.jsonl"]) / "report.html").as_uri())
+    assert visible_models(page) == ["gpt2", "llama", "t5"]
+    assert page.locator("#matrix td.exp").count() == 1  # the expected failure is marked, not plain red
+    page.click("#only-failing")
+    assert visible_models(page) == ["t5"]
+    assert not page.is_checked(".status-filter[value='skipped']")
+    page.click("#all-statuses")
+    assert visible_models(page) == ["gpt2", "llama", "t5"]
+
+
+def test_backend_columns_follow_each_engines_gate_order_and_each_engine_has_a_verdict_column(page, tmp_path):
+    from auditor import engines
+    from tests.report.helpers import result, write_run
+
+    vllm, sglang = engines.get("vllm").record(), engines.get("sglang").record()
+    gates = [*vllm.gates, *sglang.gates]
+    rows = [result("llama", "build")]
+    rows += [result("llama", "build", check="backend", component=gate) for gate in sorted(gates)]  # by name
+    rows += [result("bloom", "build", check="backend", component=gate) for gate in sorted(gates) if gate != "registry"]
+    rows.append(result("bloom", "unsupported", check="backend", component="registry", message="no backend class"))
+    run = write_run(tmp_path / "run", rows, engines=(vllm, sglang))
+    page.goto((make_report(tmp_path, [run / "results.jsonl"]) / "report.html").as_uri())
+    heads = page.eval_on_selector_all("#matrix tr.cols th", "ths => ths.map(t => t.textContent)")
+    assert heads == ["build", *(f"backend/{gate}" for gate in gates)]
+    assert heads[1:8] == ["backend/registry", "backend/build", "backend/decorate", "backend/enable-if",
+                          "backend/pp-plan", "backend/tp-plan", "backend/attention"]
+    verdicts = page.eval_on_selector_all("#matrix tbody tr", "rows => rows.map(r => [r.dataset.model, "
+                                         "Array.from(r.querySelectorAll('td.vd')).map(td => td.textContent)])")
+    assert verdicts == [["bloom", ["registry", "serves"]], ["llama", ["serves", "serves"]]]
+    page.locator("#matrix tr[data-model='bloom'] td[data-s='unsupported']").click()
+    assert page.inner_text("#d-col") == "backend/registry" and page.inner_text("#d-message") == "no backend class"
+    assert page.locator("#glossary dt", has_text="fixed-no-config-skip").count() == 1

@@ -16,6 +16,7 @@ import junitparser
 import pytest
 import xmlschema
 
+from auditor.core.outcome import Tally, judge
 from auditor.core.results import read_run
 from auditor.report.diff import diff_runs
 from auditor.report.junit import TEXT_LIMIT, render_diff_junit, render_junit
@@ -53,6 +54,33 @@ def test_the_sweep_exits_1_on_a_matching_cell_and_names_it(swept):
     assert proc.returncode == 1, proc.stderr
     assert "t5gemma2 decorate/decoder/legacy (refused)" in proc.stderr
     assert (out / "summary.md").is_file() and (out / "report.html").is_file()
+
+
+def test_every_output_counts_the_findings_the_outcome_rule_counts(swept, tmp_path):
+    """The end of the sweep, summary.md, the step summary, report.html (swept and re-rendered),
+    JUnit and `auditor gate` all say the one number of findings: the cells of results.jsonl whose
+    claims the cell rule (auditor.core.outcome.judge) calls a finding."""
+    out, proc = swept
+    claims: dict = {}
+    for row in read_run(out / "results.jsonl").results:
+        claims.setdefault((row.model_type, row.column), []).append(row)
+    expected = Tally.of(judge(rows).outcome for rows in claims.values())
+    assert expected.findings and expected.passed
+    said = expected.text()
+    gate = run_auditor("gate", str(out), "--markdown", str(tmp_path / "gate.md"))
+    report = run_auditor("report", str(out), "-o", str(tmp_path / "again"), "--junit", str(tmp_path / "again.xml"))
+    assert report.returncode == 0, report.stderr
+    assert said in proc.stderr.splitlines()
+    for text in ((out / "summary.md").read_text(), (out / "step-summary.md").read_text(),
+                 (tmp_path / "again" / "summary.md").read_text()):
+        assert f"**{said}**" in text
+    for page in ((out / "report.html").read_text(), (tmp_path / "again" / "report.html").read_text()):
+        assert f'<p class="tally" id="tally"><b>{said}</b></p>' in page
+    for junit in (out / "junit.xml", tmp_path / "again.xml"):
+        xml = _parsed(junit)
+        assert xml.failures == expected.findings and xml.tests - xml.skipped - xml.failures == expected.passed
+    assert gate.returncode == 1 and f"{expected.findings} new failures" in gate.stderr  # no baseline: every finding
+    assert f"Tonight: {said}" in (tmp_path / "gate.md").read_text()
 
 
 def test_junit_counts_equal_the_matrix(swept):
@@ -137,7 +165,7 @@ def test_a_hostile_message_stays_escaped_and_bounded(tmp_path):
     markdown = render_summary([run])
     assert "<script>" not in markdown and "<b>" not in markdown and "\x00" not in markdown
     row = next(line for line in markdown.splitlines() if line.startswith("| decorate/decoder |"))
-    assert row.count(" | ") == 1 and "1 refused (evil&lt;b&gt;&#124;type)" in row
+    assert row.count(" | ") == 1 and "1 refused (evil\\<b\\>\\|type)" in row
     assert len(markdown) < 10_000
 
 
@@ -155,6 +183,7 @@ def test_the_summary_stays_under_the_limit_on_a_huge_run(tmp_path):
     run = read_run(write_run(tmp_path / "run", rows))
     text = render_summary([run])
     assert len(text) < GITHUB_LIMIT and len(text.encode("utf-8")) < GITHUB_LIMIT
+    assert text.count("\n") < 200  # read, not searched
     assert text.count("| decorate/encoder:probe") == 10
     assert "more not shown" in text and text.rstrip().endswith("</details>")
 

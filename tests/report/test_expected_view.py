@@ -20,7 +20,7 @@ from auditor.core.outcome import Outcome
 from auditor.report.files import REPORT_FILES
 from auditor.report.matrix import Cell
 from tests.conftest import FLAKY_BASELINE, NIGHTS
-from tests.report.helpers import result
+from tests.report.helpers import page_cells, result
 
 FLIP, ALWAYS, FINE = "auditor_flaky_flip", "auditor_flaky_always", "auditor_flaky_fine"
 RAW = ("results.csv", "matrix.csv", "serve.csv")
@@ -42,23 +42,21 @@ def reports(flaky_sweeps, tmp_path_factory) -> dict[str, Path]:
     return out
 
 
-def matrix_cell(html: str, model_type: str) -> str:
-    """The `<td>` of a model type's only column (build) in report.html's matrix."""
-    row = re.search(rf'<tr data-model="{model_type}"[^>]*>(.*?)</tr>', html, re.S)
-    assert row is not None, model_type
-    return re.search(r"<td [^>]*>[^<]*</td>", row.group(1)).group(0)
+def matrix_cell(html: str, model_type: str) -> dict:
+    """A model type's only cell (build) in report.html's matrix, as its script shows it."""
+    return page_cells(html)[(model_type, "build")]
 
 
 def test_the_listed_failure_is_expected_in_the_matrix_with_its_own_status_in_the_title(reports):
     html = (reports["with"] / "report.html").read_text()
     cell = matrix_cell(html, ALWAYS)
-    assert 'data-s="expected"' in cell and 'data-was="oom"' in cell and ">expected<" in cell
-    assert f'title="expected (baseline {reports["baseline"]}): oom · MemoryError' in cell
-    assert 'data-s="oom"' in matrix_cell(html, FLIP) and "data-was" not in matrix_cell(html, FLIP)
+    assert (cell["s"], cell["was"], cell["text"]) == ("expected", "oom", "expected")
+    assert cell["title"].startswith(f'expected (baseline {reports["baseline"]}): oom · MemoryError')
+    assert matrix_cell(html, FLIP)["s"] == "oom" and not matrix_cell(html, FLIP)["was"]
     assert '<input type="checkbox" class="status-filter" value="expected" checked>' in html  # the legend
     assert re.search(r"#matrix td\.k\d+ \{ background: #aab3bf;", html)  # its own colour
     without = (reports["without"] / "report.html").read_text()
-    assert 'data-s="oom"' in matrix_cell(without, ALWAYS) and 'value="expected"' not in without
+    assert matrix_cell(without, ALWAYS)["s"] == "oom" and 'value="expected"' not in without
 
 
 def test_the_failures_table_lists_findings_and_counts_the_expected_cell_apart(reports):
@@ -77,11 +75,12 @@ def test_the_failures_table_lists_findings_and_counts_the_expected_cell_apart(re
 
 def test_summary_md_counts_the_expected_cell_apart(reports):
     text = (reports["with"] / "summary.md").read_text()
-    assert f"3 cells: 1 failing, 1 expected (baseline {reports['baseline']})" in text.replace("\\_", "_")
+    assert f"3 cells ran: 1 finding, 1 expected, 1 pass** (of them, 1 expected (baseline {reports['baseline']}))" \
+        in text.replace("\\_", "_")
     assert "1 oom (expected: baseline)" in text and "2 oom" not in text
-    failures = text.split("Most common failures")[1]
+    failures = text.split("most common findings")[1].split("Not findings")[0]
     assert FLIP.replace("_", "\\_") in failures and ALWAYS.replace("_", "\\_") not in failures
-    assert "3 cells: 2 failing\n" in (reports["without"] / "summary.md").read_text()
+    assert "3 cells ran: 2 findings, 1 pass**\n" in (reports["without"] / "summary.md").read_text()
 
 
 def test_the_tables_are_the_rows_and_an_empty_baseline_changes_no_report(reports):
@@ -109,7 +108,7 @@ def test_a_sweep_with_expected_says_so_in_its_end_summary_and_reports(flaky_swee
     gate = next(line for line in proc.stderr.splitlines() if "--fail-on" in line)
     assert FLIP in gate and ALWAYS not in gate
     assert f"  build: 1/3 pass · oom 1 ({FLIP}) · 1 expected (baseline {FLAKY_BASELINE})" in proc.stderr
-    assert 'data-s="expected"' in matrix_cell((third / "report.html").read_text(), ALWAYS)
+    assert matrix_cell((third / "report.html").read_text(), ALWAYS)["s"] == "expected"
     assert "1 expected (baseline" in (third / "summary.md").read_text()
     assert "expected" not in (third / "matrix.csv").read_text()
 

@@ -15,6 +15,7 @@ import pytest
 from auditor import engines
 from auditor.core.errors import InputError
 from auditor.core.results import read_run
+from auditor.report.causes import cause_of
 from auditor.report.serve import Compiles, Serves, headlines, unreachable, verdicts
 from tests.conftest import read_rows, run_auditor
 from tests.report.helpers import result, write_run
@@ -72,6 +73,12 @@ def test_serve_csv_says_servable_or_where_it_stops_with_the_engines_message(swee
     t5 = next(r for r in rows if r["model_type"] == "t5" and r["component"] == "decorate" and not r["policy"])
     assert table["llama"]["serve/vllm"] == "servable"
     assert table["t5"]["serve/vllm"] == f"stops at backend/decorate: {t5['message']}"
+    # the same in fields, for scripts
+    assert (table["llama"]["serve/vllm/verdict"], table["llama"]["serve/vllm/gate"]) == ("servable", "")
+    stop = {field: table["t5"][f"serve/vllm/{field}"] for field in ("verdict", "gate", "signature", "message")}
+    assert stop == {"verdict": "stops", "gate": "backend/decorate", "signature": cause_of(t5["message"]),
+                    "message": t5["message"]}
+    assert table["t5"]["serve/vllm/fault"] == t5.get("fault", "")
 
 
 def test_the_verdict_line_heads_the_end_summary(sweep):
@@ -85,13 +92,20 @@ def test_the_verdict_line_heads_the_end_summary(sweep):
     assert "serve.csv" in stderr
 
 
-def test_the_verdict_line_heads_summary_md_with_the_list_folded(sweep):
+def test_summary_md_opens_with_the_verdict_and_where_each_engine_stops_types(sweep):
     outdir, _ = sweep
-    lines = (outdir / "summary.md").read_text().splitlines()
+    text = (outdir / "summary.md").read_text()
+    lines = text.splitlines()
     assert lines[0].startswith("### auditor:")
     assert lines[2].startswith("**vLLM 0.33.0 (Transformers backend, emulated) would serve 2 of 3 model types")
-    assert "<details><summary>vLLM 0.33.0 (emulated) stops 1 model type</summary>" in lines
-    assert any(line.startswith("- t5 · stops at backend/decorate:") for line in lines)
+    assert lines[4] == "| vLLM 0.33.0 (emulated) stops 1 model type: at | types | most common causes |"
+    assert lines[6].startswith("| backend/decorate | 1 | ValueError: ") and lines[6].endswith(" (1: t5) |")
+    sglang = next(i for i, line in enumerate(lines) if line.startswith("| SGLang "))
+    table = lines[sglang + 2:lines.index("", sglang)]
+    gates = [line.split(" | ")[0][2:] for line in table]
+    order = [f"backend/{gate}" for gate in engines.get("sglang").record().gates]
+    assert gates == sorted(gates, key=order.index)  # gate by gate, in the engine's order
+    assert "&lt;" not in text and "&#" not in text and "&amp;" not in text  # backslash escapes, no entities
     assert f"engines: {engines.get('vllm').record().text}" in "\n".join(lines)
 
 
@@ -100,7 +114,9 @@ def test_the_verdict_line_heads_report_html(sweep):
     page = (outdir / "report.html").read_text()
     line = page.index("would serve 2 of 3 model types")
     assert line < page.index('<section id="environments">') < page.index('<section id="matrix-section">')
-    assert 'data-model="t5"' in page[line:page.index('<section id="environments">')]
+    head = page[line:page.index('<section id="environments">')]
+    assert '<table class="plain where-stop" data-engine="vllm">' in head and '<tr data-gate="backend/decorate">' in head
+    assert "1: t5" in head
     versions = "; ".join(engine.record().text for engine in engines.all())  # every engine, in order
     assert f"<td>{versions}</td>" in page  # the environments table
 
@@ -186,7 +202,8 @@ def test_two_engines_get_one_line_with_the_types_they_split(tmp_path):
     assert headline.only == (("vLLM", ("jamba",)), ("SGLang", ("bloom",)))
     summary = render_summary([run])
     assert f"**{headline.text}**" in summary.splitlines()[2]
-    assert "- bloom · stops at backend/registry: no backend class" in summary
+    assert "| vLLM 0.33.0 (emulated) stops 2 model types: at | types | most common causes |" in summary
+    assert "| backend/registry | 2 | no backend class (2: bloom, mamba) |" in summary
     assert "<details><summary>2 that one engine serves and another does not</summary>" in summary
     page = render_report([run])
     assert "<li>SGLang only (1): bloom</li>" in page and "<li>vLLM only (1): jamba</li>" in page

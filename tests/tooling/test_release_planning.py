@@ -3,10 +3,12 @@ specifiers, the bisection's probes and answers, the git protocol, and the min/ma
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
+from auditor.core.outcome import judge
 from auditor.core.results import Result
 from auditor.core.status import Status
 from auditor.report.ranges import pass_ranges, ranges_csv, ranges_html
@@ -115,14 +117,17 @@ def test_release_steps_use_upgrade_checks_session_in_their_own_envdir():
                       noxfile=Path("/n"), nox=("nox",), sweep=(), label="")
 
 
-def row(model, status, check="decorate", component="decoder", policy="legacy", message=""):
-    return Result(model_type=model, check=check, status=Status(status), component=component, policy=policy,
-                  message=message)
+def row(model, status, check="decorate", component="decoder", policy="legacy", message="", rerun=None):
+    """A cell of one row, judged by the cell rule (`rerun`: the status its one rerun had)."""
+    first = Result(model_type=model, check=check, status=Status(status), component=component, policy=policy,
+                   message=message)
+    rows = [first] if rerun is None else [first, replace(first, status=Status(rerun), extras={"rerun": 1})]
+    return judge(rows)
 
 
 def test_a_cells_state_is_its_columns_statuses():
-    cells = {(r.model_type, r.column): r for r in (row("llama", "build"), row("llama", "refused", policy="fixed"),
-                                                   row("gpt2", "error"))}
+    cells = {(v.row.model_type, v.row.column): v for v in (row("llama", "build"),
+                                                           row("llama", "refused", policy="fixed"), row("gpt2", "error"))}
     one = cell_state(cells, Cell("llama", "decorate/decoder/legacy"))
     assert one.statuses() == {"decorate/decoder/legacy": "build"}
     whole = cell_state(cells, Cell("llama"))
@@ -210,3 +215,19 @@ def test_pass_ranges_from_three_releases():
     assert "llama,build,5.20.0,5.24.0,5.22.0:error,,5.20.0 5.22.0 5.24.0" in text
     page = ranges_html(list(ranges.values()), list(by_release))
     assert "5.22.0 (error)" in page and "Releases swept: 5.20.0, 5.22.0, 5.24.0" in page
+
+
+def test_a_flaky_cell_is_neither_good_nor_bad_for_bisect_nor_a_failure_in_a_range():
+    flaky = row("llama", "timeout", "build", "", "", rerun="build")
+    state = cell_state({("llama", "build"): flaky}, Cell("llama", "build"))
+    assert state.statuses() == {"build": "flaky"} and state.flaky
+    good = cell_state({("llama", "build"): row("llama", "build", "build", "", "")}, Cell("llama", "build"))
+    assert step_verdict(good, state) == GIT_SKIP
+    confirmed = cell_state({("llama", "build"): row("llama", "timeout", "build", "", "", rerun="timeout")},
+                           Cell("llama", "build"))
+    assert step_verdict(good, confirmed) == GIT_BAD
+    by_release = {"5.20.0": {("llama", "build"): row("llama", "build", "build", "", "")},
+                  "5.22.0": {("llama", "build"): flaky},
+                  "5.24.0": {("llama", "build"): row("llama", "build", "build", "", "")}}
+    (llama,) = pass_ranges(by_release)
+    assert (llama.lowest, llama.highest, llama.not_passing) == ("5.20.0", "5.24.0", ())
