@@ -443,7 +443,11 @@ def message_of(exc: BaseException) -> str:
 _MASKS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"0x[0-9a-fA-F]+"), "0x?"),
     (re.compile(r"<(class|function|module|bound method) '?[^>]*'?>"), r"<\1 ?>"),
-    (re.compile(r"(?:[A-Za-z]:)?(?:/[\w.\-+@~]+){2,}/?"), "<path>"),
+    # A path starts at a slash of its own: `backend/sglang/attention-backend`, a gate, stays whole.
+    (re.compile(r"(?<![\w.\-])(?:[A-Za-z]:)?(?:/[\w.\-+@~]+){2,}/?"), "<path>"),
+    # A quoted class name whatever its spelling ('GPT2Model.__init__', 'Qwen2_5_VLTextConfig'), so that
+    # one cause (the decorator's positional-argument refusal) is one signature.
+    (re.compile(r"'(?!(?:None|NoneType|True|False)')[A-Z][A-Za-z0-9_]*((?:\.\w+)*)'"), r"'<Name>\1'"),
     (re.compile(r"\b(?!NoneType\b)[A-Z][a-z0-9]+(?:[A-Z][A-Za-z0-9]*)+\b"), "<Name>"),  # CamelCase classes
     (re.compile(r"\b[\w.]*transformers_modules[\w.\-]*"), "transformers_modules.?"),
     (re.compile(r"-?\b\d+(?:\.\d+)?(?:e-?\d+)?\b"), "N"),
