@@ -116,11 +116,11 @@ ENVIRONMENTAL = frozenset({Status.OOM, Status.MISSING_DEPENDENCY, Status.NEEDS_H
 # Whose fault a row of each status is, where nothing more is known (a death row, a row written
 # without an exception): the start of the one fault rule, which `classify` refines from the
 # traceback (auditor.core.fault). The compile decorator is the engine's: its refusal of a valid
-# class is the bug this tool exists to show; its failing to infer a model's dynamic arguments is
-# the pairing's. A dead worker leaves no traceback: the machine's, counted apart, rerun.
+# class is the bug this tool exists to show, and its refusing to decorate one (no `input_ids` in
+# the forward) is raised in its own code, as the backend check's decorate gate says. A dead worker leaves no traceback: the machine's, counted apart, rerun.
 DEFAULT_FAULT: dict[Status, Fault] = {
     Status.BUILD: Fault.NONE, Status.COMPILED: Fault.NONE, Status.SKIPPED: Fault.NONE,
-    Status.REFUSED: Fault.ENGINE, Status.CHECK_ERROR: Fault.ENGINE, Status.DECORATE_ERROR: Fault.PAIRING,
+    Status.REFUSED: Fault.ENGINE, Status.CHECK_ERROR: Fault.ENGINE, Status.DECORATE_ERROR: Fault.ENGINE,
     Status.UNSUPPORTED: Fault.ENGINE,
     Status.ERROR: Fault.MODEL, Status.CONFIG_ERROR: Fault.MODEL, Status.EAGER_ERROR: Fault.MODEL,
     Status.GRAPH_BREAK: Fault.MODEL, Status.RECOMPILED: Fault.MODEL, Status.SPECIALIZED: Fault.MODEL,
@@ -311,7 +311,9 @@ def _at_engine_step(exc: BaseException, failure: Failure, engine_package: str = 
         return _with(failure, Status.UNSUPPORTED, Fault.ENGINE)
     line = source_line(exc)
     at = failure.extras.get("raised_at", "")
-    message = f"{failure.message} [raised in the model's code at {at}: {line}]" if at and line else failure.message
+    if line.startswith("raise "):  # the message says what was raised: the place is what is new
+        line = ""
+    message = f"{failure.message} [{_MODEL_LINE} {at}{': ' + line if line else ''}]" if at else failure.message
     return Failure(Status.UNSUPPORTED, message, failure.signature, Fault.PAIRING, failure.extras)
 
 
@@ -455,9 +457,15 @@ _MASKS: tuple[tuple[re.Pattern[str], str], ...] = (
 )
 
 
+# The places `classify` appends to a message ("[raised in the model's code at FILE:LINE: code]",
+# "[auditor bug at FILE:LINE]"): where, not what, so no part of a signature.
+_MODEL_LINE = "raised in the model's code at"
+_PLACE_NOTE = re.compile(r" \[(?:" + re.escape(_MODEL_LINE) + r"|auditor bug at) .*\]$", re.S)
+
+
 def signature_of(message: str) -> str:
     """Normalize a message (`Type: text`) so that the same failure in two models looks the same."""
-    head, sep, rest = message.partition(": ")
+    head, sep, rest = _PLACE_NOTE.sub("", message).partition(": ")
     if not sep:
         return head.strip()
     for pattern, replacement in _MASKS:

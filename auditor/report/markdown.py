@@ -114,8 +114,9 @@ def _top_findings(matrix: Matrix) -> list[str]:
     lines = []
     if groups:
         lines += ["", f"#### The {min(TOP_FINDINGS, len(groups))} most common findings (of {len(groups)} causes)", "",
-                  "| cells | cause | statuses | model types |", "|---|---|---|---|"]
+                  "| cells | cause | statuses | fault | model types |", "|---|---|---|---|---|"]
         lines += [f"| {g.count} | {_esc(g.signature, CAUSE_WIDTH)} | {_esc(', '.join(g.statuses))} | "
+                  f"{_esc(', '.join(g.faults))} | "
                   f"{_esc(', '.join(g.model_types[:5]), 400)}{' ...' if len(g.model_types) > 5 else ''} |"
                   for g in groups[:TOP_FINDINGS]]
     apart = [f"{a.count} {_esc(a.label)} (most often {_esc(a.reason.signature, CAUSE_WIDTH)})"

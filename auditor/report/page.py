@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from markupsafe import Markup
 
+from auditor.core.fault import Fault
 from auditor.core.outcome import Outcome
 from auditor.core.results import Run, RunInfo
 from auditor.report import templating
@@ -69,6 +70,7 @@ def render_report(runs: Sequence[Run], title: str = "Model sweep report", expect
     found_verdicts = verdicts(runs)
     context = dict(
         title=title,
+        faults=[(fault.value, fault.description) for fault in Fault if fault.value],
         runs=[run_view(r) for r in runs],
         missing_shards=[c for c in shard_coverage(runs) if c.missing],
         matrix=matrix,
@@ -160,7 +162,8 @@ def _matrix_data(matrix, legend_index: dict[str, int], marked: dict[tuple[str, s
                 continue
             gate = marked.get((col.environment, row.model_type)) if col.column.startswith("decorate/") else None
             kind = [legend_index[cell.shown], codes[cell.outcome], messages.setdefault(cell.message, len(messages)),
-                    titles.setdefault(cell.signature or str(cell.status), len(titles)),
+                    titles.setdefault((cell.signature or str(cell.status))
+                                      + (f" · fault: {cell.result.fault}" if cell.result.fault else ""), len(titles)),
                     1 if cell.disagree else 0, cell.status.value if cell.by_baseline else "",
                     gates.setdefault(gate, len(gates)) if gate else -1]
             while len(kind) > 4 and kind[-1] == _DEFAULTS[len(kind) - 5]:

@@ -54,6 +54,7 @@ class FailureGroup:
     environments: tuple[str, ...]
     model_types: tuple[str, ...]
     expected: int = 0  # of `count`: cells that fail by design
+    faults: tuple[str, ...] = ()  # whose fault the cells are (auditor.core.fault), most cells first
 
 
 @dataclass(frozen=True)
@@ -178,6 +179,7 @@ def failure_groups(matrix: Matrix, limit: int | None = 30, outcomes: frozenset[O
             environments=tuple(e for e in matrix.environments if any(k.environment == e for _, k, _ in hits)),
             model_types=tuple(sorted({m for m, _, _ in hits})),
             expected=sum(1 for _, _, c in hits if c.outcome is Outcome.EXPECTED),
+            faults=tuple(f for f, _ in Counter(c.result.fault for _, _, c in hits).most_common() if f),
         )
         for signature, hits in by_signature.items()
     ]
