@@ -116,7 +116,9 @@ def test_sorting_by_a_column_puts_its_statuses_in_legend_order(page, tmp_path):
 def test_clicking_a_cell_shows_the_full_message(page, tmp_path):
     page.goto((make_report(tmp_path, TWO) / "report.html").as_uri())
     cell = page.locator("#matrix tr[data-model='autoformer'] td").first
-    assert cell.get_attribute("title") == "ValueError: The `prediction_length` config needs to be specified."
+    # The cell's title: its signature and whose fault it is (the one fault rule's, via the row).
+    assert cell.get_attribute("title") == ("ValueError: The `prediction_length` config needs to be specified."
+                                           " · fault: model")
     cell.click()
     assert page.is_visible("#details")
     assert page.inner_text("#d-title") == "autoformer"
