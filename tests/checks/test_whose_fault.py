@@ -117,3 +117,25 @@ def test_results_csv_carries_the_fault(run):
     assert set(frame["fault"]) <= {f.value for f in Fault}
     sam = frame[(frame.model_type == "sam") & (frame.column == "backend/build")]
     assert list(sam["fault"]) == ["engine/model"]
+
+
+def test_serve_csv_says_whose_fault_each_stop_is(run):
+    import pandas as pd
+
+    frame = pd.read_csv(run.path.parent / "serve.csv", keep_default_na=False).set_index("model_type")
+    assert (frame.loc["sam", "serve/vllm/gate"], frame.loc["sam", "serve/vllm/fault"]) == ("backend/build",
+                                                                                           "engine/model")
+    assert frame.loc["llama", "serve/vllm/fault"] == ""  # served: nobody's fault
+
+
+def test_junit_reports_an_auditor_fault_as_an_error_of_the_tool(tmp_path):
+    """A row of the auditor's own failure (as a death row of an executor is) is an <error>, the model's a <failure>."""
+    from auditor.core.results import read_run
+    from auditor.report.junit import render_junit
+    from tests.report.helpers import result, write_run
+
+    out = write_run(tmp_path / "run", [result("llama", "auditor-error", signature="ExecutorError: the Ray node died"),
+                                       result("gpt2", "error", signature="ValueError: no")])
+    xml = render_junit([read_run(out)])
+    assert xml.count("<error ") == 1 and xml.count("<failure ") == 1
+    assert 'errors="1"' in xml and 'failures="1"' in xml
