@@ -107,9 +107,11 @@ def origin(exc: BaseException, engine_package: str = "") -> Origin:
     """Who raised `exc` (see the module's docstring). `engine_package`: the import name of the
     engine whose step raised it, so that a frame of its installed package is the engine's."""
     found = innermost(exc)
-    if found is None:
-        return Origin.MODEL
-    frame, _ = found
+    return origin_of_frame(found[0], engine_package) if found else Origin.MODEL
+
+
+def origin_of_frame(frame, engine_package: str = "") -> Origin:
+    """Who a frame's code is (see `origin`)."""
     path = os.path.abspath(frame.f_code.co_filename)
     if path.startswith(_AUDITOR + os.sep):
         return Origin.AUDITED if _audited(frame.f_globals) else Origin.AUDITOR
@@ -131,10 +133,11 @@ def where(exc: BaseException) -> str:
     """`file.py:line` of the innermost non-plumbing frame, relative to its package's root (the
     auditor's, or site-packages); "" without a frame."""
     found = innermost(exc)
-    return _place(*found) if found else ""
+    return place(*found) if found else ""
 
 
-def _place(frame, lineno: int) -> str:
+def place(frame, lineno: int) -> str:
+    """A frame's `file.py:line` (see `where`)."""
     path = os.path.abspath(frame.f_code.co_filename)
     if path.startswith(_AUDITOR + os.sep):
         return f"{os.path.relpath(path, os.path.dirname(_AUDITOR))}:{lineno}"
@@ -167,7 +170,7 @@ def auditor_bug_at(exc: BaseException, types: tuple[type[BaseException], ...] | 
     frame, lineno = found
     path = os.path.abspath(frame.f_code.co_filename)
     if path.startswith(_AUDITOR + os.sep) and not _audited(frame.f_globals):
-        return _place(frame, lineno)
+        return place(frame, lineno)
     return ""
 
 
@@ -221,5 +224,5 @@ def _reader(exc: BaseException) -> str:
         path = os.path.abspath(frame.f_code.co_filename)
         if _plumbing(frame) or frame.f_code.co_name in _ATTRIBUTE_HOOKS or path.startswith(config_files):
             continue
-        return _place(frame, lineno)
+        return place(frame, lineno)
     return ""

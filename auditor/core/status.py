@@ -21,15 +21,15 @@ from dataclasses import dataclass, field
 from enum import Enum
 
 from auditor.core.fault import (
-    AUDITED_MARK,  # noqa: F401  (re-exported: the mark's documented home)
     EngineRefusal,
     Fault,
     Origin,
-    origin,
+    innermost,
+    origin_of_frame,
     per_layer_message,
     per_layer_read,
+    place,
     source_line,
-    where,
 )
 from auditor.core.fault import auditor_bug_at as _bug_at
 from auditor.core.fault import is_stdlib as _is_stdlib
@@ -153,9 +153,9 @@ class Failure:
             object.__setattr__(self, "fault", default_fault(self.status))
 
     @classmethod
-    def because(cls, status: Status, message: str, fault: Fault | None = None) -> Failure:
+    def because(cls, status: Status, message: str) -> Failure:
         """A failure the auditor states itself (a death, a skip), its signature derived."""
-        return cls(status, message, signature_of(message), fault)
+        return cls(status, message, signature_of(message))
 
     @property
     def environmental(self) -> bool:
@@ -319,8 +319,9 @@ def _at_engine_step(exc: BaseException, failure: Failure, engine_package: str = 
 
 def _raised(exc: BaseException, by: str, engine_package: str = "") -> dict:
     """Where `exc` was raised and by whom, as a row's extras record it."""
-    at = where(exc)
-    extras = {"raised_at": at, "raised_by": by or origin(exc, engine_package).value} if at else {}
+    found = innermost(exc)
+    extras = {"raised_at": place(*found), "raised_by": by or origin_of_frame(found[0], engine_package).value} \
+        if found else {}
     read = per_layer_read(exc)
     if read is not None:
         extras["per_layer"] = {"attribute": read[0], "read_at": read[1]}

@@ -79,13 +79,13 @@ _NOTED = "auditor_gate_extras"
 
 
 @contextlib.contextmanager
-def engine_line(engine: str, at: str) -> Iterator[None]:
+def engine_line(engine: str, at: str, **extras: Any) -> Iterator[None]:
     """A line of `engine`'s own code (its title), copied into the emulation (`head_dim**-0.5`,
     `get_input_embeddings().num_embeddings`), `at` its file and line. What the copy itself raises
     on a model's missing or odd value (a TypeError, AttributeError or ArithmeticError in the
     auditor's frame) is what the engine's line raises: its refusal. A per-layer attribute the line
     reads globally is the engine's, cited at `at`. Anything raised deeper (transformers' own code)
-    goes on to the one fault rule as it is. Keep the block to the copied line: anything else
+    goes on to the one fault rule as it is. `extras`: what the refusal's row records beside it. Keep the block to the copied line: anything else
     raised in the auditor's frames stays an auditor-error."""
     try:
         yield
@@ -93,9 +93,10 @@ def engine_line(engine: str, at: str) -> Iterator[None]:
         read = per_layer_read(exc)
         if read is not None:
             raise EngineRefusal(per_layer_message(engine, read[0], at, message_of(exc)),
-                                extras={"engine_line": at, "per_layer": {"attribute": read[0], "read_at": at}}) from exc
+                                extras={**extras, "engine_line": at,
+                                        "per_layer": {"attribute": read[0], "read_at": at}}) from exc
         if isinstance(exc, (TypeError, AttributeError, ArithmeticError)) and origin(exc) is Origin.AUDITOR:
-            raise EngineRefusal(message_of(exc), extras={"engine_line": at}) from exc
+            raise EngineRefusal(message_of(exc), extras={**extras, "engine_line": at}) from exc
         raise
 
 

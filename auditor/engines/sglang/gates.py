@@ -19,8 +19,6 @@ from __future__ import annotations
 
 import copy
 
-from auditor.core.fault import EngineRefusal, per_layer_message, per_layer_read
-from auditor.core.status import message_of
 from auditor.engines.interface import Verdict, engine_line
 from auditor.engines.vllm.gates import architecture
 
@@ -147,21 +145,15 @@ def registry_gate(config, model_cls: type | None = None) -> Verdict:
         return Verdict(False, "TypeError: 'NoneType' object is not subscriptable")
     arch = config.architectures[0]
     extras: dict = {"architecture": arch, "model_impl": "transformers"}
+    # A heterogeneous config (transformers >= 5.15) raises AmbiguousGlobalPerLayerAttributeError
+    # for `hasattr(config.text_config, "num_attention_heads")` (a RuntimeError, which hasattr
+    # passes on): ModelConfig.__init__ (model_config.py:636) stops there, before any gate.
+    at = PER_LAYER_READS["llm_config" if hasattr(config, "llm_config") else "text_config"]
     try:
-        text = text_config(config)
+        with engine_line("SGLang", at, **extras, where="get_hf_text_config"):
+            text = text_config(config)
     except AssertionError:
         return Verdict(False, "AssertionError", {**extras, "where": "get_hf_text_config"})
-    except Exception as exc:
-        # A heterogeneous config (transformers >= 5.15) raises AmbiguousGlobalPerLayerAttributeError
-        # for `hasattr(config.text_config, "num_attention_heads")` (a RuntimeError, which hasattr
-        # passes on): ModelConfig.__init__ (model_config.py:636) stops there, before any gate.
-        read = per_layer_read(exc)
-        if read is None:
-            raise
-        at = PER_LAYER_READS["llm_config" if hasattr(config, "llm_config") else "text_config"]
-        raise EngineRefusal(per_layer_message("SGLang", read[0], at, message_of(exc)),
-                            extras={**extras, "where": "get_hf_text_config",
-                                    "per_layer": {"attribute": read[0], "read_at": at}}) from exc
     module = getattr(transformers, arch, None)
     name = backend_class(config, text, arch)
     extras.update(backend_class=name, model_class=getattr(module or model_cls, "__name__", None))
