@@ -186,6 +186,41 @@ class CompileSemantics:
 PLAIN = CompileSemantics("plain", guards=True, lengths=(7, 13), encoder_sizes=(2, 3))
 
 
+@dataclass(frozen=True, kw_only=True)
+class EngineRelease:
+    """One release of an engine as the emulation copies it: what the emulated gates take from
+    that release's source (each engine's record adds its own typed fields: vLLM's backend class
+    names, suffix table, version floors), with where it took them (`citations`: a step's name ->
+    file and lines in that release's wheel) and what changed in the emulated steps since the
+    record before it. One record per release, in the engine's releases.py; the emulation reads
+    the record the installed release picks (`pick_release`)."""
+
+    version: str
+    transformers: str  # the release's own requirement on transformers, as its metadata writes it
+    torch: str  # the torch it pins
+    citations: Mapping[str, str] = field(default_factory=dict)
+    changes: tuple[str, ...] = ()
+
+
+def pick_release(releases: Sequence[EngineRelease], installed: str | None) -> EngineRelease:
+    """The record the emulation follows: the installed release's, or the newest known where the
+    engine is not installed or its release has no record (the run header says which, and
+    `auditor agree` lists where the two differ). `releases` oldest first."""
+    from packaging.version import InvalidVersion, Version
+
+    if installed is not None:
+        for release in releases:
+            if _release(release.version) == _release(installed):
+                return release
+
+    def key(release: EngineRelease):
+        try:
+            return Version(release.version)
+        except InvalidVersion:
+            return Version("0")
+    return max(releases, key=key)
+
+
 @dataclass(frozen=True)
 class Engine:
     """A serving engine. `meet(functions, case, context, config)` yields (gate, Outcome) in the
@@ -199,9 +234,9 @@ class Engine:
     gates: tuple[Gate, ...]
     meet: Callable[..., Iterator[tuple[str, Outcome]]]
     build: BuildSettings
-    # The engine version the emulation follows (its gates' code and messages are that release's):
-    # the version its verdicts claim, and the only one its own-code rows may run (claim_problem).
-    follows: str
+    # The releases the emulation has a record of (releases.py), oldest first: it follows the
+    # installed one's, or the newest (`follows`).
+    releases: tuple[EngineRelease, ...]
     # The engine's class compile decorator (vLLM's support_torch_compile); None for an engine
     # that has none (SGLang compiles the model whole).
     decorator: EngineDecorator | None = None
@@ -218,6 +253,10 @@ class Engine:
     # The engine's own decorator and wrapper in compile mode (needs the engine): `own_compiler(torch
     # backend)` -> an object with `decorator` (auditor.decorators.interface.Decorator) and `context()`.
     own_compiler: Callable[[Any], Any] | None = None
+    # What the engine really serves, by its own code (needs the engine): `serves(case, context)`
+    # -> Outcome, one row of the `serves` check (vLLM: get_model with model_impl="auto", which
+    # picks its native class or the Transformers backend). None: the engine has no such answer.
+    serves: Callable[[Any, Any], Outcome] | None = None
 
     @property
     def installed(self) -> bool:
@@ -231,22 +270,27 @@ class Engine:
         except importlib.metadata.PackageNotFoundError:
             return EMULATED
 
-    def claim_problem(self, asked: str | None = None) -> str | None:
-        """Why a sweep with this engine's own-code rows would claim a version the auditor does not
-        follow (None when it would not): those rows run the engine's functions, but the gates it
-        cannot call piecemeal (its build, say) and the decorator's adapter are the emulation of
-        `follows`, so under another release they would mix two and name neither. The installed
-        version, or `asked`, one a caller is about to install (a side of an upgrade check). The
-        emulation's rows alone always claim `follows`, installed or not."""
-        version = asked or (self.version if self.installed else None)
-        if version is None or _release(version) == _release(self.follows):
-            return None
-        how = "is installed" if asked is None else "was asked for"
-        return (f"{self.title} {version} {how}, but the auditor's {self.title} emulation follows "
-                f"{self.title} {self.follows}: the rows of policy {self.policy!r} would mix "
-                f"{version}'s own functions with {self.follows}'s emulation. Install "
-                f"{self.package}=={self.follows}, or leave policy {self.policy!r} out to get the "
-                f"emulation's verdicts for {self.title} {self.follows}")
+    @property
+    def release(self) -> EngineRelease:
+        """The record the emulation follows here (pick_release)."""
+        return pick_release(self.releases, self.version if self.installed else None)
+
+    @property
+    def follows(self) -> str:
+        """The release the emulation's rows claim: its gates' code and messages are that release's."""
+        return self.release.version
+
+    def release_note(self) -> str:
+        """What a run says where the engine's own code and its emulation are two releases (""
+        where they are one, or the engine is not installed): the own-code rows answer for the
+        installed release, the emulation's for the record it follows; `auditor agree` lists
+        where their cells differ, which is the port's to-do, never a reason to refuse."""
+        if not self.installed or _release(self.version) == _release(self.follows):
+            return ""
+        return (f"{self.title} {self.version} is installed; the auditor's {self.title} emulation has no record "
+                f"of it and follows {self.follows}, the newest it knows: the rows of policy {self.policy!r} are "
+                f"{self.version}'s own code, the emulation's are {self.follows}'s (`auditor agree` lists where "
+                f"they differ)")
 
     def record(self) -> EngineInfo:
         """What a run's header records of this engine (the reports judge by it)."""

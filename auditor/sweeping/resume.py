@@ -38,6 +38,18 @@ def header(plan: SweepPlan):
                  experiment=experiment(plan), engines=tuple(engine.record() for engine in engines.all()))
 
 
+def engine_notes(info) -> list[str]:
+    """What a sweep says first of the engines it meets: which release each one's rows answer
+    for (the installed one's own code, the release record its emulation follows), and where
+    those are two releases."""
+    from auditor import engines
+
+    if not info.engines:
+        return []
+    notes = [f"Serving engines: {info.engine_versions}"]
+    return notes + [note for engine in engines.all() if (note := engine.release_note())]
+
+
 def experiment(plan: SweepPlan) -> dict:
     """What the header records beyond RunInfo's own fields, so that a resume can be checked."""
     recorded = {}

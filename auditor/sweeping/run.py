@@ -55,6 +55,8 @@ def run_request(request: SweepRequest, events: SweepEvents, rules: tuple = (), e
     with execute.executor(plan, events) as executor:
         selected = select(plan, events)
         info = resume.header(plan)
+        for note in resume.engine_notes(info):
+            events.note(note)
         path = plan.outdir / RESULTS_FILE
         resumed = plan.request.resume and path.exists()
         already = resume.already_done(path, info, events) if resumed else set()

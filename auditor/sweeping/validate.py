@@ -231,8 +231,6 @@ def _validated_policies(names: Sequence[str]) -> tuple[str, ...]:
         engine = engines.by_policy(name)
         if engine is not None and not engine.installed:
             raise InputError(f"policy {name!r} needs {engine.title} installed: {engine.install_hint}")
-        if engine is not None and (problem := engine.claim_problem()) is not None:
-            raise InputError(problem)
         if name in engines.gate_policies():
             continue  # an engine's own gate functions (`sglang`), not a decorator
         try:

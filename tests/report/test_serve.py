@@ -13,8 +13,8 @@ import io
 import pytest
 
 from auditor import engines
-from auditor.core.errors import InputError
 from auditor.core.results import read_run
+from auditor.engines.interface import pick_release
 from auditor.report.causes import cause_of
 from auditor.report.serve import Compiles, Serves, headlines, unreachable, verdicts
 from tests.conftest import read_rows, run_auditor
@@ -97,8 +97,9 @@ def test_summary_md_opens_with_the_verdict_and_where_each_engine_stops_types(swe
     text = (outdir / "summary.md").read_text()
     lines = text.splitlines()
     assert lines[0].startswith("### auditor:")
-    assert lines[2].startswith("**vLLM 0.33.0 (Transformers backend, emulated) would serve 2 of 3 model types")
-    assert lines[4] == "| vLLM 0.33.0 (emulated) stops 1 model type: at | types | most common causes |"
+    follows = engines.get("vllm").follows
+    assert lines[2].startswith(f"**vLLM {follows} (Transformers backend, emulated) would serve 2 of 3 model types")
+    assert lines[4] == f"| vLLM {follows} (emulated) stops 1 model type: at | types | most common causes |"
     assert lines[6].startswith("| backend/decorate | 1 | ValueError: ") and lines[6].endswith(" (1: t5) |")
     sglang = next(i for i, line in enumerate(lines) if line.startswith("| SGLang "))
     table = lines[sglang + 2:lines.index("", sglang)]
@@ -121,29 +122,39 @@ def test_the_verdict_line_heads_report_html(sweep):
     assert f"<td>{versions}</td>" in page  # the environments table
 
 
-def test_own_code_rows_of_another_installed_version_are_refused():
-    """The rule, on an engine whose package is installed here at another version than it follows
-    (torch stands for the engine's package: vLLM is not installed in this venv)."""
+def test_the_emulation_follows_the_installed_releases_record_or_the_newest():
+    """The rule, on an engine whose package is installed here (torch stands for the engine's
+    package: vLLM is not installed in this venv): the record of the installed release where there
+    is one (a local build's `+cpu` label aside), else the newest, said in the run's note."""
     vllm = engines.get("vllm")
-    other = dataclasses.replace(vllm, package="torch", follows="0.0.1")
-    problem = other.claim_problem()
-    assert problem is not None and "follows vLLM 0.0.1" in problem and "Install torch==0.0.1" in problem
-    assert dataclasses.replace(vllm, package="torch", follows=other.version.split("+")[0]).claim_problem() is None
-    assert not vllm.installed or vllm.claim_problem() is None  # 0.33.0 where the vLLM venv has it
-    assert "vLLM 0.34.0 was asked for" in vllm.claim_problem("0.34.0")
-    assert vllm.claim_problem(f"{vllm.follows}+cpu") is None  # a local build of the followed release
+    torch_release = vllm.release.__class__  # the records' type
+    installed = dataclasses.replace(vllm, package="torch").version
+    older = dataclasses.replace(vllm.releases[0], version="0.0.1")
+    mine = dataclasses.replace(vllm.releases[-1], version=installed.split("+")[0])
+    newest = dataclasses.replace(vllm.releases[-1], version="999.0")
+    stand_in = dataclasses.replace(vllm, package="torch", releases=(older, mine, newest))
+    assert isinstance(mine, torch_release) and stand_in.follows == mine.version and stand_in.release_note() == ""
+    unknown = dataclasses.replace(vllm, package="torch", releases=(older, newest))
+    assert unknown.follows == "999.0"
+    note = unknown.release_note()
+    assert f"vLLM {installed} is installed" in note and "follows 999.0" in note and "auditor agree" in note
+    assert pick_release((older, mine), f"{mine.version}+cpu") is mine
+    # Not installed: the newest record, whatever their order.
+    assert pick_release((newest, older), None) is newest
+    assert vllm.follows == (vllm.version.split("+")[0] if vllm.installed else vllm.releases[-1].version)
 
 
-def test_validation_refuses_it_before_any_work(monkeypatch):
-    """`--policies vllm` with another vLLM installed: exit 2 at validation. A stand-in engine
-    (torch's installed version, a followed one it is not) replaces the registry's answer, since no
-    other vLLM than the followed one can be installed here."""
+def test_own_code_rows_of_another_release_are_not_refused(monkeypatch):
+    """`--policies vllm` with a vLLM installed that the emulation has no record of: the sweep
+    goes on (its own-code rows are that release's), and says which release each side answers for."""
     from auditor.sweeping import validate
 
-    other = dataclasses.replace(engines.get("vllm"), package="torch", follows="0.0.1")
+    vllm = engines.get("vllm")
+    other = dataclasses.replace(vllm, package="torch", releases=(dataclasses.replace(vllm.releases[-1],
+                                                                                     version="0.0.1"),))
     monkeypatch.setattr(engines, "by_policy", lambda name: other if name == "vllm" else None)
-    with pytest.raises(InputError, match="emulation follows vLLM 0.0.1"):
-        validate._validated_policies(["legacy", "vllm"])
+    assert validate._validated_policies(["legacy", "vllm"]) == ("legacy", "vllm")
+    assert "follows 0.0.1" in other.release_note()
 
 
 def test_compile_verdicts_read_the_engines_compile_rows(tmp_path):
@@ -162,7 +173,7 @@ def test_compile_verdicts_read_the_engines_compile_rows(tmp_path):
     assert found["opt"].serves is Serves.UNDECIDED
     (headline,) = headlines(tuple(found.values()))
     assert headline.text.endswith("would serve 2 of 3 model types (1 of them compile; 1 undecided)")
-    assert headline.tallies[0].unserved_title == "vLLM 0.33.0 (emulated) stops 0 model types; 1 undecided"
+    assert headline.tallies[0].unserved_title == f"vLLM {engines.get('vllm').follows} (emulated) stops 0 model types; 1 undecided"
 
 
 def test_a_diff_names_both_runs_engine_versions(sweep):
@@ -197,12 +208,13 @@ def test_two_engines_get_one_line_with_the_types_they_split(tmp_path):
     run = read_run(write_run(tmp_path / "run", rows, checks=("backend",),
                              engines=(engines.get("vllm").record(), second)))
     (headline,) = headlines(verdicts([run]))
-    assert headline.text == ("vLLM 0.33.0 (Transformers backend, emulated) would serve 2 of 4 model types; "
+    follows = engines.get("vllm").follows
+    assert headline.text == (f"vLLM {follows} (Transformers backend, emulated) would serve 2 of 4 model types; "
                              "SGLang 0.5.23 (emulated) 2; 2 that one serves and the other does not")
     assert headline.only == (("vLLM", ("jamba",)), ("SGLang", ("bloom",)))
     summary = render_summary([run])
     assert f"**{headline.text}**" in summary.splitlines()[2]
-    assert "| vLLM 0.33.0 (emulated) stops 2 model types: at | types | most common causes |" in summary
+    assert f"| vLLM {follows} (emulated) stops 2 model types: at | types | most common causes |" in summary
     assert "| backend/registry | 2 | no backend class (2: bloom, mamba) |" in summary
     assert "<details><summary>2 that one engine serves and another does not</summary>" in summary
     page = render_report([run])

@@ -1,4 +1,5 @@
-"""vLLM (0.33.0), as the auditor meets it: its Transformers modeling backend's gates (emulated in
+"""vLLM, as the auditor meets it (the emulation follows a release record, releases.py: the installed
+release's, or the newest, 0.34.0): its Transformers modeling backend's gates (emulated in
 gates.py, plans.py and attention.py; computed by vLLM's own functions in own.py, and by its whole
 constructor, get_model, in constructor.py), the build it
 makes (build.py), its compile decorator made usable outside vLLM (decorator.py, the `vllm`
@@ -11,7 +12,18 @@ call it, and only when called.
 from __future__ import annotations
 
 from auditor.engines.interface import BuildSettings, CompileSemantics, Engine, EngineDecorator, Gate
-from auditor.engines.vllm import attention, build, config, gates, meeting, own, own_compile, plans
+from auditor.engines.vllm import (
+    attention,
+    build,
+    config,
+    gates,
+    meeting,
+    native,
+    own,
+    own_compile,
+    plans,
+    releases,
+)
 
 ENGINE = Engine(
     name="vllm",
@@ -34,7 +46,7 @@ ENGINE = Engine(
     meet=meeting.meet,
     build=BuildSettings(build=build.build_like_vllm, observe=build.reads_attention),
     decorator=EngineDecorator(policy="vllm", spec="auditor.engines.vllm.decorator:support_torch_compile"),
-    follows="0.33.0",  # every gate and message here cites vLLM 0.33.0's source
+    releases=releases.RELEASES,  # what the emulation copies from each release, and where
     config_class=config.config_class,
     # vllm/compilation/wrapper.py (TorchCompileWithNoGuardsWrapper): fullgraph, dynamic=False,
     # every guard dropped, the first graph reused at every length; the Transformers backend's
@@ -45,4 +57,5 @@ ENGINE = Engine(
     compile=CompileSemantics("vllm", guards=False, lengths=(7, 13, 29), encoder_sizes=(2, 3, 5),
                              positions=True, gated=True, opaque_attention=True),
     own_compiler=own_compile.own_compiler,
+    serves=native.outcome,
 )

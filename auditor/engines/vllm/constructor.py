@@ -28,7 +28,8 @@ from dataclasses import dataclass
 
 from auditor.core.fault import Fault
 from auditor.core.status import Phase, Status, classify, message_of
-from auditor.engines.vllm.gates import BACKEND_CLASSES
+from auditor.engines.vllm.releases import followed
+from auditor.engines.vllm.shims import config_shims
 
 _BACKEND_DIR = os.path.join("model_executor", "models", "transformers")
 _REGISTRY = os.path.join("model_executor", "models", "registry.py")
@@ -85,7 +86,9 @@ def _distributed() -> None:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    with set_current_vllm_config(VllmConfig()):
+    with config_shims():
+        base = VllmConfig()
+    with set_current_vllm_config(base):
         init_distributed_environment(world_size=1, rank=0, local_rank=0,
                                      distributed_init_method=f"tcp://127.0.0.1:{port}", backend="gloo")
         initialize_model_parallel(1, 1)
@@ -139,8 +142,9 @@ def _construct(config, trust_remote_code: bool, plain_failed: bool) -> Construct
         try:
             model_config = ModelConfig(model=directory, model_impl="transformers", skip_tokenizer_init=True,
                                        dtype="float32", trust_remote_code=trust_remote_code)
-            vllm_config = VllmConfig(model_config=model_config, device_config=DeviceConfig(device="cpu"),
-                                     load_config=LoadConfig(load_format="dummy", device="meta"))
+            with config_shims():
+                vllm_config = VllmConfig(model_config=model_config, device_config=DeviceConfig(device="cpu"),
+                                         load_config=LoadConfig(load_format="dummy", device="meta"))
         except Exception as exc:
             # vLLM's registry refusing the architecture stops it there; anything else is what
             # a config.json alone cannot give it (a multimodal processor's files, say).
@@ -161,7 +165,7 @@ def _construct(config, trust_remote_code: bool, plain_failed: bool) -> Construct
                     raise
                 return _attributed(exc, _throwaway_failure(model_config), plain_failed)
         served = type(model).__name__
-        if served not in BACKEND_CLASSES:  # vLLM fell back on a model of its own: the backend refused it
+        if served not in followed().backend_classes:  # vLLM fell back on a model of its own: the backend refused it
             return _served_by_vllm(served)
         return Construction(served=served, constructed=True)
     except Exception as exc:

@@ -123,9 +123,12 @@ def least_config(compilation: Callable[[], Any]) -> Any | None:
         lambda: VllmConfig(compilation_config=compilation()),
         lambda: VllmConfig(compilation_config=compilation(), device_config=DeviceConfig(device="cpu")),
     )
+    from auditor.engines.vllm.shims import config_shims
+
     for attempt in attempts:
         try:
-            config = attempt()
+            with config_shims():
+                config = attempt()
         except Exception:  # any failure here just means: try a smaller config
             continue
         if config.compilation_config.mode == compilation().mode:

@@ -16,32 +16,10 @@ from __future__ import annotations
 import functools
 
 from auditor.engines.interface import Verdict, engine_line
+from auditor.engines.vllm.releases import followed
 
-# registry.py:784-820: the backend classes vLLM has.
-BACKEND_CLASSES = frozenset({
-    "TransformersForCausalLM", "TransformersMoEForCausalLM", "TransformersForMTP", "TransformersMoEForMTP",
-    "TransformersMultiModalForCausalLM", "TransformersMultiModalMoEForCausalLM",
-    "TransformersEmbeddingModel", "TransformersMoEEmbeddingModel", "TransformersMultiModalEmbeddingModel",
-    "TransformersForSequenceClassification", "TransformersMoEForSequenceClassification",
-    "TransformersMultiModalForSequenceClassification",
-})
-# model.py:2340-2357, in order: the first suffix an architecture ends with decides.
-_SUFFIX_TO_DEFAULTS = (
-    ("ForCausalLM", ("generate", "none")), ("ForConditionalGeneration", ("generate", "none")),
-    ("ChatModel", ("generate", "none")), ("LMHeadModel", ("generate", "none")),
-    ("ForTextEncoding", ("pooling", "embed")), ("EmbeddingModel", ("pooling", "embed")),
-    ("ForSequenceClassification", ("pooling", "classify")), ("ForTokenClassification", ("pooling", "classify")),
-    ("ForAudioClassification", ("pooling", "classify")), ("ForImageClassification", ("pooling", "classify")),
-    ("ForVideoClassification", ("pooling", "classify")), ("ClassificationModel", ("pooling", "classify")),
-    ("ForRewardModeling", ("pooling", "embed")), ("RewardModel", ("pooling", "embed")),
-    ("Model", ("pooling", "embed")),
-)
-# hf_config.py:64-69 (CONFIG_FIELD_ALIASES["num_experts"])
-_NUM_EXPERTS = ("num_experts", "moe_num_experts", "n_routed_experts", "num_local_experts")
-# The version floors of base.py:835-842 and where they are applied.
-VIDEO_FLOOR = "5.18.0"  # multimodal.py:116
-MTP_FLOOR = "5.20.0"  # mtp.py:50
-
+# What the gates copy from a vLLM release (its backend classes, suffix table, num_experts
+# aliases, version floors, and where each was read) is that release's record (releases.py).
 
 def getattr_iter(obj, names, default=None):
     """vllm/config/utils.py:132-160 (without its warning)."""
@@ -73,7 +51,7 @@ def backend_class(config, arch: str) -> str:
     cls += "MultiModal" if is_multimodal(config) else ""
     cls += "MoE" if num_experts(config) > 0 else ""
     runner = task = None
-    for suffix, defaults in _SUFFIX_TO_DEFAULTS:
+    for suffix, defaults in followed().suffixes:
         if arch.endswith(suffix):
             runner, task = defaults
             break
@@ -92,7 +70,7 @@ def is_multimodal(config) -> bool:
 def num_experts(config) -> int:
     """ModelArchConfigConvertor.get_num_experts (model_arch_config_convertor.py:159-190)."""
     text = config.get_text_config()
-    n = getattr_iter(text, _NUM_EXPERTS, 0)
+    n = getattr_iter(text, followed().num_experts, 0)
     if isinstance(n, list):
         return n[0]
     if not n:
@@ -121,7 +99,7 @@ def _registry_gate(config, model_type: str, model_cls: type | None) -> Verdict:
         return Verdict(False, "ValueError: No model architectures are specified")
     extras: dict = {"architecture": arch}
     text = config.get_text_config()
-    with engine_line("vLLM", "vllm/transformers_utils/config.py:1264"):  # get_hf_text_config's check
+    with engine_line("vLLM", f"vllm/{followed().citations['per-layer read']}"):  # get_hf_text_config's check
         lacks_heads = text is not config and not hasattr(text, "num_attention_heads")
     if lacks_heads:
         return Verdict(False, "ValueError: The text_config extracted from the model config does not have "
@@ -143,8 +121,9 @@ def _registry_gate(config, model_type: str, model_cls: type | None) -> Verdict:
         return Verdict(False, f"ValueError: The Transformers implementation of {arch!r} is not compatible with vLLM.",
                        extras)
     name = backend_class(config, arch)
-    extras.update(backend_class=name, backend_class_exists=name in BACKEND_CLASSES)
-    if name not in BACKEND_CLASSES:
+    classes = followed().backend_classes
+    extras.update(backend_class=name, backend_class_exists=name in classes)
+    if name not in classes:
         # _try_inspect_model_cls finds no such class; with model_impl="transformers" nothing else
         # serves it through this backend (registry.py:1354-1361, then 1418).
         return Verdict(False, f"ValueError: Model architectures [{arch!r}] are not supported for now "

@@ -29,6 +29,7 @@ from auditor.engines.vllm import build as vllm_build
 from auditor.engines.vllm import gates as emulation
 from auditor.engines.vllm import plans
 from auditor.engines.vllm.config import as_vllm_reads
+from auditor.engines.vllm.releases import followed
 
 # The gates whose step is in Base.__init__, in its order (the rows `constructor.Construction` answers;
 # pp-plan answers for several stages, which one-stage construction does not run).
@@ -68,9 +69,9 @@ def meet(functions: Mapping[str, Callable[..., Verdict]], case, context, config)
                 yield gate, _as_constructed(gate, Failure.because(Status.SKIPPED, "no model to ask"), construction)
     installed = transformers.__version__
     video = emulation.has_video_processor(case.model_type) and emulation.is_multimodal(config)
-    yield "version:video", _floor(functions["version:video"], video, "video inputs", emulation.VIDEO_FLOOR,
+    yield "version:video", _floor(functions["version:video"], video, "video inputs", followed().floor("video inputs"),
                                   installed, "no video processor")
-    yield "version:mtp", _floor(functions["version:mtp"], emulation.has_mtp(config), "MTP", emulation.MTP_FLOOR,
+    yield "version:mtp", _floor(functions["version:mtp"], emulation.has_mtp(config), "MTP", followed().floor("MTP"),
                                 installed, "the config sets no num_mtp_layers")
 
 
@@ -78,6 +79,14 @@ def _constructor_steps(functions, case, context, config) -> Iterator[tuple[str, 
     plain = context.plain_failure()
     read = as_vllm_reads(config, case.model_type)  # vLLM's own config class, where it has one
     own_build = read is not config or vllm_build.needs_own_build(plain is not None, context.engine_notes("vllm"))
+    floor = followed().model_floor(case.model_type)  # a backend class's own check_version, before Base
+    if floor is not None:
+        import transformers
+
+        outcome = emulation.version_gate(floor[1], floor[0], transformers.__version__).outcome()
+        if not passed(outcome):
+            yield "build", outcome
+            return
     with contextlib.ExitStack() as stack:
         stack.enter_context(plans.computed_once())  # the gates below share one built model's walks
         try:

@@ -1,0 +1,138 @@
+"""vLLM's releases as the emulation copies them: one record each, oldest first.
+
+What the emulated gates take from a release's source (gates.py, meeting.py) is here, each with
+where it was read (`citations`, file:lines in that release's wheel, under vllm/); the gates read
+the record the installed release picks, or the newest where vLLM is not installed
+(`auditor.engines.interface.pick_release`). `tests/engines/test_vllm_releases.py` holds the
+installed release's record to vLLM's own tables. A new release: diff its wheel against the last
+record's (the backend, model_executor/models/transformers/; its registry; config/model.py's
+suffix table; compilation/decorators.py), copy the record, change what changed, say it in
+`changes`, then run `auditor agree` on a sweep under it: its list is the port's to-do.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.metadata
+from dataclasses import dataclass
+
+from auditor.engines.interface import EngineRelease, pick_release
+
+
+@dataclass(frozen=True, kw_only=True)
+class VllmRelease(EngineRelease):
+    """`backend_classes`: the Transformers backend's classes vLLM's registry has;
+    `suffixes`: ModelConfig's `_SUFFIX_TO_DEFAULTS` (suffix -> (runner, task)), in order, the first
+    suffix an architecture ends with deciding; `num_experts`: CONFIG_FIELD_ALIASES["num_experts"];
+    `floors`: feature -> the transformers release `Base.check_version` asks of it (features that
+    apply to some models only: a row each, `version:<feature>`, which stops nothing);
+    `model_floors`: model type -> (floor, feature) the backend's own class checks at __init__,
+    which stops the type (0.34.0: Aria's MoE)."""
+
+    backend_classes: frozenset[str]
+    suffixes: tuple[tuple[str, tuple[str, str]], ...]
+    num_experts: tuple[str, ...]
+    floors: tuple[tuple[str, str], ...]
+    model_floors: tuple[tuple[str, str, str], ...] = ()
+    backend_native: tuple[str, ...] = ()  # architectures the registry sends to the backend, native or not
+
+    def floor(self, feature: str) -> str:
+        return dict(self.floors)[feature]
+
+    def model_floor(self, model_type: str) -> tuple[str, str] | None:
+        return next(((floor, feature) for kind, floor, feature in self.model_floors if kind == model_type), None)
+
+
+_BACKEND_CLASSES = frozenset({
+    "TransformersForCausalLM", "TransformersMoEForCausalLM", "TransformersForMTP", "TransformersMoEForMTP",
+    "TransformersMultiModalForCausalLM", "TransformersMultiModalMoEForCausalLM",
+    "TransformersEmbeddingModel", "TransformersMoEEmbeddingModel", "TransformersMultiModalEmbeddingModel",
+    "TransformersForSequenceClassification", "TransformersMoEForSequenceClassification",
+    "TransformersMultiModalForSequenceClassification",
+})
+_SUFFIXES = (
+    ("ForCausalLM", ("generate", "none")), ("ForConditionalGeneration", ("generate", "none")),
+    ("ChatModel", ("generate", "none")), ("LMHeadModel", ("generate", "none")),
+    ("ForTextEncoding", ("pooling", "embed")), ("EmbeddingModel", ("pooling", "embed")),
+    ("ForSequenceClassification", ("pooling", "classify")), ("ForTokenClassification", ("pooling", "classify")),
+    ("ForAudioClassification", ("pooling", "classify")), ("ForImageClassification", ("pooling", "classify")),
+    ("ForVideoClassification", ("pooling", "classify")), ("ClassificationModel", ("pooling", "classify")),
+    ("ForRewardModeling", ("pooling", "embed")), ("RewardModel", ("pooling", "embed")),
+    ("Model", ("pooling", "embed")),
+)
+_NUM_EXPERTS = ("num_experts", "moe_num_experts", "n_routed_experts", "num_local_experts")
+
+V0_33_0 = VllmRelease(
+    version="0.33.0",
+    transformers="<5.21.0,>=5.16.1",
+    torch="==2.14.0",
+    backend_classes=_BACKEND_CLASSES,
+    suffixes=_SUFFIXES,
+    num_experts=_NUM_EXPERTS,
+    floors=(("video inputs", "5.18.0"), ("MTP", "5.20.0")),
+    citations={
+        "backend classes": "model_executor/models/registry.py:784-830",
+        "suffixes": "config/model.py:2340-2357",
+        "backend class": "config/model.py:1129-1157",
+        "num_experts": "transformers_utils/config.py:56-70",
+        "per-layer read": "transformers_utils/config.py:1264",
+        "Base.__init__": "model_executor/models/transformers/base.py:123-202",
+        "encoder-only": "model_executor/models/transformers/base.py:715-718 (config != config.get_text_config())",
+        "check_version": "model_executor/models/transformers/base.py:836-842",
+        "floor: video inputs": "model_executor/models/transformers/multimodal.py:116",
+        "floor: MTP": "model_executor/models/transformers/mtp.py:50",
+        "decorator": "compilation/decorators.py",
+        "wrapper": "compilation/wrapper.py (TorchCompileWithNoGuardsWrapper)",
+    },
+)
+
+V0_34_0 = VllmRelease(
+    version="0.34.0",
+    transformers="<5.23.0,>=5.16.1",
+    torch="==2.14.0",
+    backend_classes=_BACKEND_CLASSES,
+    suffixes=_SUFFIXES,
+    num_experts=_NUM_EXPERTS,
+    floors=V0_33_0.floors,
+    model_floors=(("aria", "5.18.0", "Aria"),),
+    backend_native=("GemmaForCausalLM", "OlmoeForCausalLM", "StableLmForCausalLM"),
+    citations={
+        **V0_33_0.citations,
+        "backend classes": "model_executor/models/registry.py:826-872",
+        "suffixes": "config/model.py:2384-2401",
+        "backend class": "config/model.py:1149-1177",
+        "num_experts": "transformers_utils/config.py:57-71",
+        "per-layer read": "transformers_utils/config.py:1309",
+        "encoder-only": "model_executor/models/transformers/base.py:715-716 (model_config.is_multimodal_model)",
+        "check_version": "model_executor/models/transformers/base.py:834-840",
+        "floor: Aria": "model_executor/models/transformers/moe.py:217-218",
+        "backend native": "model_executor/models/registry.py:782-825 (_TRANSFORMERS_SUPPORTED_MODELS)",
+    },
+    changes=(
+        "transformers requirement <5.21.0 -> <5.23.0",
+        "base.py:715: an encoder layer in a model makes it encoder-only unless ModelConfig.is_multimodal_model "
+        "(was: unless config != config.get_text_config()); the emulation does not choose the attention class",
+        "moe.py:217-218: MoEMixin.__init__ asks transformers >= 5.18.0 of aria (the build row)",
+        "layers.py: RMSNorm and GemmaRMSNorm resolve through hw_agnostic.resolve (same classes by default)",
+        "registry.py: GemmaForCausalLM, OlmoeForCausalLM and StableLmForCausalLM go to the Transformers backend "
+        "(the native column; the backend-only rows are the same)",
+        "compilation/decorators.py: the compile cache's code factors (get_code_factors) replace its hash; "
+        "traced files are Paths (the decorator's signature check is unchanged)",
+    ),
+)
+
+RELEASES: tuple[VllmRelease, ...] = (V0_33_0, V0_34_0)
+
+
+def installed_version() -> str | None:
+    """vLLM's installed version (without importing it), or None."""
+    try:
+        return importlib.metadata.version("vllm")
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+@functools.cache
+def followed() -> VllmRelease:
+    """The record the emulation follows in this process (see the module's docstring)."""
+    return pick_release(RELEASES, installed_version())
