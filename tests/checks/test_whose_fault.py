@@ -12,6 +12,7 @@ from auditor import engines
 from auditor.core.fault import Fault
 from auditor.core.results import read_run
 from auditor.core.status import Status
+from auditor.engines.vllm.releases import followed
 from tests.checks.test_decorate_check import known
 from tests.conftest import run_auditor
 
@@ -88,8 +89,10 @@ def test_a_per_layer_config_gets_every_sglang_row_and_the_line_that_reads_it(row
     # vLLM's registry reads the same attribute in its own get_hf_text_config: one line each to fix.
     vllm = _row(rows, "dots3_note", "backend", "registry")
     assert (vllm.status, vllm.fault) == (Status.UNSUPPORTED, Fault.ENGINE.value)
-    assert vllm.signature.startswith("vLLM reads per-layer attribute 'num_attention_heads' globally at "
-                                     "vllm/transformers_utils/config.py:1264: ")
+    # The line is the followed release's record (0.33.0: config.py:1264; 0.34.0: config.py:1309).
+    read_at = f"vllm/{followed().citations['per-layer read']}"
+    assert read_at.startswith("vllm/transformers_utils/config.py:")
+    assert vllm.signature.startswith(f"vLLM reads per-layer attribute 'num_attention_heads' globally at {read_at}: ")
 
 
 def test_the_models_own_failure_and_the_environments(rows):

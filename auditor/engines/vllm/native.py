@@ -14,7 +14,7 @@ Where it stops is judged by the one fault rule (auditor.core.status.classify at 
 registry refusing the architecture (vLLM's); raised in vLLM's model code (vLLM's), in
 transformers' code (the pairing's); a meta-device or missing-kernel limit (`undecided`, this
 machine's). What a config.json alone cannot give vLLM before it constructs (a processor's files)
-is an environment limit too.
+is an environment limit too; anything else ModelConfig raises is judged by the same rule.
 """
 
 from __future__ import annotations
@@ -166,12 +166,17 @@ def _warm_registry() -> None:
 
 def _before(exc: BaseException) -> Failure:
     """ModelConfig or VllmConfig refusing: vLLM's registry refusing the architecture is vLLM's
-    answer (`unsupported`); anything else is what a config.json alone cannot give it."""
+    answer (`unsupported`); a file a config.json alone cannot give it (a processor's, read with
+    an OSError) is this machine's input, not the model's; anything else is judged by the one
+    fault rule, as a step of the engine's."""
     for cause in _causes(exc):
         if any(f.filename.endswith(_REGISTRY) for f in traceback.extract_tb(cause.__traceback__)):
             message = message_of(cause)
             return Failure(Status.UNSUPPORTED, message, signature_of(message), Fault.ENGINE, {"stage": "registry"})
-    return _environment(f"before vLLM's constructor: {message_of(exc)}")
+    if any(isinstance(cause, OSError) or "processor" in str(cause).lower() for cause in _causes(exc)):
+        return _environment(f"before vLLM's constructor: {message_of(exc)}")
+    innermost = [c for c in _causes(exc) if c.__traceback__ is not None][-1:] or [exc]
+    return classify(innermost[0], Phase.ENGINE, engine_package="vllm")
 
 
 def _environment(text: str) -> Failure:
