@@ -1,4 +1,4 @@
-"""Is the engine's attention (auditor/models/engine_attention.py) exact on every model type?
+"""Is the engine's attention (auditor/engines/vllm/engine_attention.py) exact on every model type?
 
     HF_HUB_OFFLINE=1 python scripts/engine_attention_exact.py [--types llama gpt2 ...] [--unmasked]
 
@@ -32,7 +32,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from auditor.checks.compile_trial import compare
 from auditor.core.heap import settle
 from auditor.models.cases import discover
-from auditor.models.engine_attention import engine_attention
+from auditor.engines.vllm.engine_attention import engine_attention
 from auditor.models.inputs import CannotFeed, decoder_feeds
 from auditor.models.meta import make_config
 from auditor.models.tiny import tiny_model

@@ -47,7 +47,7 @@ class Probe:
 
 def probe(model_type: str, lengths: tuple[int, ...], backend: str) -> Probe:
     from auditor.checks.compile_trial import CountingBackend
-    from auditor.decorators import DecorateError, decorated
+    from auditor.engines.vllm.decorators import DecorateError, decorated
     from auditor.engines.vllm.own_compile import own_compiler
     from auditor.models.components import find_components
     from auditor.models.meta import make_config

@@ -18,7 +18,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "auditor"
 # the tables), `upgrade` (the runners of upgrade-check, bisect and versions: they spell their
 # sides' sweep options with the sweep's declarations and render reports), `api` (the Python API)
 # and `cli` (a thin layer over them) use it.
-LAYERS = ("core", "models", "decorators", "engines", "remote", "checks", "executors", "sweeping", "upgrade",
+LAYERS = ("core", "models", "engines", "remote", "checks", "executors", "sweeping", "upgrade",
           "api", "cli")
 BESIDE = {"report": {"core"}}
 FACADES = {"sweeping", "upgrade", "api", "cli"}  # the layers that may use `report`
@@ -144,6 +144,56 @@ def test_no_import_cycle_between_modules_at_import_time():
 
 def test_the_checker_finds_a_cycle():
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+ENGINES = PACKAGE / "engines"
+# The engine packages themselves (the real vllm, sglang) and their folders here.
+ENGINE_FOLDERS = tuple(sorted(p.name for p in ENGINES.iterdir() if (p / "__init__.py").is_file()))
+
+
+def _engine_names(source: str) -> list[str]:
+    """What a module outside engines/ names of an engine: an import of an engine folder
+    (`auditor.engines.vllm...`) or of the engine itself (`vllm`, `sglang`), lazy ones included, and
+    any string (not a docstring) that spells such a module (`importlib.import_module("...")`); a
+    bare engine name in a string ("vllm", a policy's or a default's) names no module."""
+    tree = ast.parse(source)
+    docstrings = {id(node.body[0].value) for node in ast.walk(tree)
+                  if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+                  and node.body and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)}
+    folders = "|".join(ENGINE_FOLDERS)
+    engine_module = re.compile(rf"^(auditor\.engines\.({folders})|({folders}))(\.|:|$)")
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names = [node.module] + [f"{node.module}.{alias.name}" for alias in node.names]
+        elif isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings:
+            names = [node.value] if node.value not in ENGINE_FOLDERS else []
+        else:
+            continue
+        found += [f"line {node.lineno}: {name}" for name in names if engine_module.match(name)]
+    return found
+
+
+def test_nothing_outside_engines_names_an_engines_modules():
+    # engines/ is an engine's only home: its decorator and policies, its attention, its config
+    # classes; the layers above ask auditor.engines (get, decorating, common) for them.
+    assert ENGINE_FOLDERS == ("sglang", "vllm")
+    wrong = [f"{path.relative_to(PACKAGE.parent)} {name}"
+             for path in sorted(PACKAGE.rglob("*.py")) if ENGINES not in path.parents
+             for name in _engine_names(path.read_text(encoding="utf-8"))]
+    assert not wrong, "an engine's modules named outside engines/:\n" + "\n".join(wrong)
+
+
+def test_the_engine_name_checker_finds_each_way_of_naming():
+    source = ('"""Docs may say auditor.engines.vllm.native."""\n'
+              "from auditor.engines.vllm.decorators import verdicts\n"
+              "def f():\n    import vllm.config\n    return importlib.import_module('auditor.engines.sglang.own')\n"
+              "from auditor.engines import decorating\n")
+    assert _engine_names(source) == ["line 2: auditor.engines.vllm.decorators",
+                                     "line 2: auditor.engines.vllm.decorators.verdicts",
+                                     "line 4: vllm.config", "line 5: auditor.engines.sglang.own"]
 
 
 def test_the_readme_layout_names_every_layer_in_the_order_of_layers():

@@ -32,7 +32,7 @@ def model_runners(names) -> list[str]:
 
 
 def _load_builtin() -> None:
-    from auditor.checks import backend, build, compile, decorate, pickling, serves, tiny, vllm_config  # noqa: F401  (they register themselves)
+    from auditor.checks import backend, build, compile, decorate, engine_config, pickling, serves, tiny  # noqa: F401  (they register themselves)
 
 
 __all__ = ["CaseContext", "Check", "Options", "available", "get", "model_runners", "register"]

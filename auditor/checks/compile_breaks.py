@@ -90,7 +90,7 @@ def _traced_breaks(module, args: tuple, kwargs: dict) -> tuple[GraphBreak, ...]:
     import torch
     from torch._dynamo import symbolic_convert
 
-    from auditor.decorators.support import mark_dynamic_inputs
+    from auditor.engines.decorating import mark_dynamic_inputs
 
     translator = symbolic_convert.InstructionTranslatorBase
     logged = translator.__dict__.get("log_graph_break")

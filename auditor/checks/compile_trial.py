@@ -55,7 +55,7 @@ class Compiler:
     that must be current while the model is built and called (an engine's config; none for the
     project's own decorator), and how many graphs it has compiled so far."""
 
-    decorator: Any  # auditor.decorators.interface.Decorator
+    decorator: Any  # auditor.engines.decorating.Decorator
     graphs: Callable[[], int]
     context: Callable[[], contextlib.AbstractContextManager] = contextlib.nullcontext
 
@@ -63,7 +63,7 @@ class Compiler:
 def project_compiler(options, semantics) -> Compiler:
     """The project's decorator under `options.compile_policy`, compiling on `options.backend`
     with the guards `semantics` keeps."""
-    from auditor.decorators import OwnDecorator
+    from auditor.engines.decorating import OwnDecorator
 
     backend = CountingBackend(options.backend)
     decorator = OwnDecorator(options.compile_policy, compile_mode="compile", backend=backend,
@@ -83,7 +83,7 @@ def compile_component(config, component, options, semantics, trust_remote_code: 
                       compiler: Compiler | None = None) -> CompileOutcome:
     """The compile outcome of `component` (auditor.models.components.Component) of `config`'s tiny
     model, compiled by `compiler` (default: the project's decorator, project_compiler)."""
-    from auditor.decorators import DecorateError, decorated
+    from auditor.engines.decorating import DecorateError, decorated
     from auditor.models.tiny import build_tiny
 
     compiler = compiler or project_compiler(options, semantics)
@@ -143,11 +143,9 @@ class _Trial:
     def _attention(self) -> contextlib.AbstractContextManager:
         """The engine's attention (an opaque op) for eager and compiled runs alike, where the
         semantics say the engine replaces the model's; yields whether the model dispatches to it."""
-        if not self.semantics.opaque_attention:
+        if self.semantics.opaque_attention is None:
             return contextlib.nullcontext(False)
-        from auditor.models.engine_attention import engine_attention
-
-        return engine_attention(self.model)
+        return self.semantics.opaque_attention(self.model)
 
     def _guarded(self, call, feeds: list[dict], eager: list, first, graphs: int) -> CompileOutcome:
         """Plain semantics: every later size must reuse the first graph, else `recompiled`."""

@@ -3,7 +3,7 @@
 One row per (model type, component, policy), with the decorator's verdict: `build`,
 `refused` (its own TypeError), `check-error` (its check broke), `decorate-error` (the class
 could not be decorated), or the plain build's status when the model fails without any
-decorator. The verdicts are auditor.decorators.verdicts'; policies of the project's own
+decorator. The verdicts are auditor.engines.decorating'; policies of the project's own
 decorator share the plain build's construction log instead of building again.
 """
 
@@ -15,7 +15,7 @@ from auditor.checks import register
 from auditor.checks.interface import CaseContext, Check, Options
 from auditor.core.results import Result
 from auditor.core.status import Failure
-from auditor.decorators.verdicts import verdicts
+from auditor.engines.decorating import verdicts
 from auditor.models.cases import ModelCase
 
 

@@ -243,7 +243,7 @@ def _forget(remote) -> None:
 
 
 def _components(context: CaseContext) -> list[str]:
-    from auditor.decorators.verdicts import component_names
+    from auditor.engines.decorating import component_names
 
     return component_names(context.model())
 

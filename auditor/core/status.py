@@ -222,7 +222,7 @@ _UNDECIDABLE = (
     "cannot be called on meta tensors",
     "'_opnamespace' '_c' object has no attribute",
 )
-# vLLM's refusal of a positional argument, word for word (auditor.decorators.interface.refusal).
+# vLLM's refusal of a positional argument, word for word (the vLLM decorator's interface.refusal).
 REFUSAL_PATTERN = re.compile(
     r"received a positional argument of type '.*', "
     r"but no parameter of that type was found in the method signature"

@@ -9,7 +9,7 @@
 * `compile_semantics(name) -> CompileSemantics`: an engine's way of compiling, or `plain`.
 
 Importing this package registers each engine's decorator policy (`vllm`) with the decorator
-registry (auditor.decorators.registry), which must not know the engines: every layer that
+registry (auditor.engines.vllm.decorators.registry), which must not know the engines: every layer that
 resolves policy names (checks, remote, api, cli) imports it first.
 """
 
@@ -18,8 +18,8 @@ from __future__ import annotations
 import functools
 import importlib
 
-from auditor.decorators.registry import register_alias
 from auditor.engines.interface import PLAIN, CompileSemantics, Engine
+from auditor.engines.vllm.decorators.registry import register_alias
 
 _FOLDERS = ("vllm", "sglang")  # one per engine folder here, in the order their rows are written
 

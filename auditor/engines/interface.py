@@ -167,8 +167,10 @@ class CompileSemantics:
     `opaque_attention`: the engine registers its own attention in transformers' attention registry
     and puts the model on it (vLLM: `_attn_implementation="vllm"`, a custom op dynamo does not trace
     into), so the check runs the model on an opaque op of the auditor's that computes what the
-    model's own attention does (auditor.models.engine_attention): a graph break inside the
-    attention implementation the engine replaces does not count, one outside it still does.
+    model's own attention does: `opaque_attention(model)` is a context manager that puts the model
+    on it and yields whether the model dispatches there (vLLM's: its engine_attention.py); a graph
+    break inside the attention implementation the engine replaces does not count, one outside it
+    still does. None: the model keeps its own attention.
     """
 
     name: str
@@ -177,7 +179,7 @@ class CompileSemantics:
     encoder_sizes: tuple[int, ...]
     positions: bool = False
     gated: bool = False
-    opaque_attention: bool = False
+    opaque_attention: Callable[[Any], contextlib.AbstractContextManager[bool]] | None = None
 
 
 # Plain `torch.compile(fullgraph=True)` with the decorator's dims marked: transformers' own
@@ -251,7 +253,7 @@ class Engine:
     # How the engine compiles a decorated component; the compile check's default semantics.
     compile: CompileSemantics = PLAIN
     # The engine's own decorator and wrapper in compile mode (needs the engine): `own_compiler(torch
-    # backend)` -> an object with `decorator` (auditor.decorators.interface.Decorator) and `context()`.
+    # backend)` -> an object with `decorator` (auditor.engines.vllm.decorators.interface.Decorator) and `context()`.
     own_compiler: Callable[[Any], Any] | None = None
     # What the engine really serves, by its own code (needs the engine): `serves(case, context)`
     # -> Outcome, one row of the `serves` check (vLLM: get_model with model_impl="auto", which

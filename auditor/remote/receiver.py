@@ -230,7 +230,7 @@ def far_build(payload: bytes, policies: Sequence[str], shared_build: bool = True
     for every type whose config came by value.
     """
     import auditor.engines  # noqa: F401  (registers the engines' decorator policies: vllm)
-    from auditor.decorators.verdicts import verdicts
+    from auditor.engines.decorating import verdicts
     from auditor.models.construction_log import constructions
     from auditor.models.meta import build_on_meta, no_init_weights
 

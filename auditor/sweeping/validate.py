@@ -159,7 +159,7 @@ def _compile_semantics(name: str) -> str:
 
 
 def _compile_policy(name: str) -> str:
-    from auditor.decorators.policies import CHECK_POLICIES
+    from auditor.engines.decorating import CHECK_POLICIES
 
     if name not in CHECK_POLICIES:
         raise InputError(f"--compile-policy {name!r}: the compile check uses the project's decorator; "
@@ -222,7 +222,7 @@ def remote_cases(directories: Sequence[str]):
 
 def _validated_policies(names: Sequence[str]) -> tuple[str, ...]:
     from auditor import engines  # registers the engines' policies (vllm)
-    from auditor.decorators.registry import validate_policy
+    from auditor.engines.decorating import validate_policy
 
     policies = tuple(dict.fromkeys(listed(names)))
     if not policies:

@@ -111,8 +111,7 @@ def _step_options(jobs: int, timeout: float | None, checks: str | None, policies
 
 def _is_policy(name: str) -> bool:
     import auditor.engines  # noqa: F401  (registers the engines' policies)
-    from auditor.decorators.policies import CHECK_POLICIES
-    from auditor.decorators.registry import ALIASES
+    from auditor.engines.decorating import ALIASES, CHECK_POLICIES
 
     return name in CHECK_POLICIES or name in ALIASES
 

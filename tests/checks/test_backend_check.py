@@ -332,7 +332,7 @@ def test_in_the_joint_cell_the_first_refusal_of_the_build_wins():
 
 def test_a_multimodal_config_without_encoders_gets_vllms_error():
     import tests.plugins.backend_models  # noqa: F401
-    from auditor.decorators.verdicts import NO_ENCODERS
+    from auditor.engines.vllm.decorators.verdicts import NO_ENCODERS
 
     row = _decorate_rows("auditor_no_encoder")[("decoder+encoders", "fixed")]
     assert row.status is Status.DECORATE_ERROR
@@ -344,7 +344,7 @@ def test_model_code_that_reads_or_copies_the_config_asks_for_vllms_own_build():
 
     from transformers import LlamaConfig, PreTrainedConfig
 
-    from auditor.engines.vllm.build import needs_own_build, reads_attention
+    from auditor.engines.common import needs_own_build, reads_attention
 
     config = LlamaConfig()
     with reads_attention() as reads:

@@ -12,7 +12,7 @@ import torch
 import transformers
 
 import auditor
-import auditor.decorators.support  # named below by its module object
+import auditor.engines.vllm.decorators.support  # named below by its module object
 from auditor.checks.compile_breaks import _explained, break_record, component_breaks, shown_path
 from auditor.core.extras import BreakOwner, GraphBreak
 
@@ -37,7 +37,7 @@ def _breaks(model_type: str, decorate: bool = True):
     """component_breaks on `model_type`'s tiny model, built as the compile check builds it: the
     decoder's class decorated in compile mode, fed at the engine's first length."""
     from auditor.checks.compile_trial import CountingBackend
-    from auditor.decorators import OwnDecorator, decorated
+    from auditor.engines.vllm.decorators import OwnDecorator, decorated
     from auditor.models.components import find_components
     from auditor.models.inputs import decoder_feeds
     from auditor.models.meta import make_config
@@ -157,7 +157,7 @@ def _file(module) -> str:
     (transformers.models.llama.modeling_llama, "transformers/models/llama/modeling_llama.py", BreakOwner.MODEL),
     (torch.nn.functional, "torch/nn/functional.py", BreakOwner.TORCH),
     (torch._dynamo.decorators, "torch/_dynamo/decorators.py", BreakOwner.TORCH),
-    (auditor.decorators.support, "auditor/decorators/support.py", BreakOwner.AUDITOR),
+    (auditor.engines.vllm.decorators.support, "auditor/engines/vllm/decorators/support.py", BreakOwner.AUDITOR),
 ])
 def test_each_installed_file_has_its_owner(module, shown, owner):
     assert _file(module) == shown and BreakOwner.of(shown) is owner

@@ -5,8 +5,8 @@ import torch
 from torch import nn
 
 from auditor.checks.compile_trial import CountingBackend, compare
-from auditor.decorators import OwnDecorator, decorated
-from auditor.decorators.support import COMPILE_MODES, mark_dynamic_inputs
+from auditor.engines.vllm.decorators import OwnDecorator, decorated
+from auditor.engines.vllm.decorators.support import COMPILE_MODES, mark_dynamic_inputs
 
 
 class Tower(nn.Module):

@@ -7,7 +7,7 @@ import pytest
 
 from auditor import engines
 from auditor.core.status import auditor_bug_at
-from auditor.decorators import get_policy, policy_names
+from auditor.engines.vllm.decorators import get_policy, policy_names
 
 
 def test_vllm_is_registered_with_its_gates_in_vllms_order():
@@ -51,7 +51,7 @@ def test_a_failure_in_the_decorator_adapter_is_the_decorators_and_one_in_the_bui
     assert auditor_bug_at(adapter.value) == ""
     with pytest.raises(AttributeError) as ours:
         build.needs_own_build(False, object())
-    assert auditor_bug_at(ours.value).startswith("auditor/engines/vllm/build.py:")
+    assert auditor_bug_at(ours.value).startswith("auditor/engines/common.py:")
 
 
 def test_sglang_is_registered_with_its_gates_in_sglangs_order_and_no_decorator():

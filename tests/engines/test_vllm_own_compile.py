@@ -48,7 +48,7 @@ def run_trial(model_type: str) -> Trial:
 
     import tests.compile.plugin_models  # noqa: F401  (registers the auditor_compile_* types)
     from auditor.checks.compile_trial import CountingBackend
-    from auditor.decorators import decorated
+    from auditor.engines.vllm.decorators import decorated
     from auditor.engines.vllm.own_compile import own_compiler
     from auditor.models.components import find_components
     from auditor.models.inputs import decoder_feeds

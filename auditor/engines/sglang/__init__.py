@@ -12,9 +12,9 @@ by `own_policy`, and the checks that decorate leave that policy out. Its rows ar
 
 from __future__ import annotations
 
+from auditor.engines.common import reads_attention
 from auditor.engines.interface import BuildSettings, CompileSemantics, Engine, EngineRelease, Gate
 from auditor.engines.sglang import build, gates, meeting, modules, own
-from auditor.engines.vllm.build import reads_attention
 
 ENGINE = Engine(
     name="sglang",

@@ -9,7 +9,7 @@ vLLM, no throwaway build first, and the dtype is the default one, as in the plai
 
 So SGLang's build can differ from the plain meta build only where vLLM's can (model code that
 reads the attention implementation while building, or a plain build that failed), and the
-observation of the plain build is vLLM's (auditor.engines.vllm.build.reads_attention, one
+observation of the plain build is vLLM's (auditor.engines.common.reads_attention, one
 observer for both engines); elsewhere the plain build stands in, its text config's
 implementation set to "sglang" while the gates run.
 """
@@ -19,8 +19,8 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 
+from auditor.engines.common import configs, init_on_device_without_buffers
 from auditor.engines.sglang.gates import ATTN_IMPL, text_config
-from auditor.engines.vllm.build import init_on_device_without_buffers
 
 
 @contextlib.contextmanager
@@ -63,10 +63,8 @@ def patched_in_place(model) -> Iterator[None]:
     """The plain build standing in for SGLang's: the implementation of SGLang's text config of the
     model's config set to "sglang" (the setter recurses into sub-configs) while in the block,
     then put back exactly."""
-    from auditor.engines.vllm.build import _configs
-
     text = text_config(model.config)
-    saved = [(c, c.__dict__.get("_attn_implementation_internal")) for c in _configs(text)]
+    saved = [(c, c.__dict__.get("_attn_implementation_internal")) for c in configs(text)]
     text._attn_implementation = ATTN_IMPL
     try:
         yield

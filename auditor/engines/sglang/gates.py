@@ -12,15 +12,15 @@ sglang/srt/model_loader/utils.py, `model_config.py` sglang/srt/configs/model_con
 one GPU (tensor- and pipeline-parallel size 1, except where a gate is about it) and no
 quantization. A default config names no architecture (SGLang reads `architectures[0]` of a
 checkpoint's config.json); the AutoModel class the type maps to stands in for it, as for vLLM
-(auditor.engines.vllm.gates.architecture), and SGLang's config is a copy naming it.
+(auditor.engines.common.architecture), and SGLang's config is a copy naming it.
 """
 
 from __future__ import annotations
 
 import copy
 
+from auditor.engines.common import architecture
 from auditor.engines.interface import Verdict, engine_line
-from auditor.engines.vllm.gates import architecture
 
 # model_config.py:2360-2388: the architectures SGLang serves as pooling models.
 _POOLING_ARCHS = frozenset({

@@ -14,10 +14,10 @@ import contextlib
 from collections.abc import Callable, Iterator, Mapping
 
 from auditor.core.status import Phase, Status, classify
+from auditor.engines.common import needs_own_build
 from auditor.engines.interface import Outcome, Verdict, passed, remote_model_class, safely
 from auditor.engines.sglang import build as sglang_build
 from auditor.engines.sglang.gates import sglang_config, text_config
-from auditor.engines.vllm.build import needs_own_build
 
 PACKAGE = "sglang"  # SGLang's import name: its installed code's frames are the engine's
 

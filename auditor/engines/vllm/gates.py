@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 
+from auditor.engines.common import architecture
 from auditor.engines.interface import Verdict, engine_line
 from auditor.engines.vllm.releases import followed
 
@@ -30,20 +31,6 @@ def getattr_iter(obj, names, default=None):
 
 
 # -- the registry gate ---------------------------------------------------------------------------
-
-def architecture(config, model_type: str) -> str | None:
-    """The architecture vLLM reads: the config's own, or, for a config without one (a default
-    config), the AutoModel class name transformers maps its type to (hf_config.py:939-949)."""
-    from transformers.models.auto.modeling_auto import MODEL_MAPPING_NAMES
-
-    archs = getattr(config, "architectures", None)
-    if archs:
-        return archs[0]
-    arch = MODEL_MAPPING_NAMES.get(getattr(config, "model_type", model_type))
-    # A type with several AutoModel classes (funnel: FunnelModel, FunnelBaseModel): a checkpoint
-    # names one, the first.
-    return arch[0] if isinstance(arch, (tuple, list)) and arch else arch
-
 
 def backend_class(config, arch: str) -> str:
     """ModelConfig._get_transformers_backend_cls (model.py:1129-1157) with runner "auto"."""

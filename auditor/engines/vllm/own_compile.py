@@ -49,8 +49,8 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any
 
-from auditor.decorators.interface import Decorator, DynamicArgDims
 from auditor.engines.vllm import decorator as adapter
+from auditor.engines.vllm.decorators.interface import Decorator, DynamicArgDims
 
 # A failure raised here is the decorator's verdict, as in the adapter (auditor.core.status.auditor_bug_at).
 AUDITED = True

@@ -10,7 +10,7 @@ Public API:
   decorates `cls` in place, yields it and restores it exactly on exit.
 * `decorate(cls, decorator, dynamic_arg_dims=None) -> cls`: decorate in place
   (no restore); raises `DecorateError` when the decorator rejects the class.
-* `verdicts(config, model, policies)` (in `auditor.decorators.verdicts`): each policy's
+* `verdicts(config, model, policies)` (in `auditor.engines.vllm.decorators.verdicts`): each policy's
   verdict on each component of a build; what the decorate check and the far build report.
 * `support_torch_compile(cls=None, *, dynamic_arg_dims=None, policy="legacy",
   compile_mode="none", backend="inductor")`: the project's copy of vLLM's
@@ -29,11 +29,11 @@ What a failure under a decorator means is judged by the one classifier::
             failure = classify(exc, Phase.DECORATED, decorator_files=decorator.source_files())
 """
 
-from auditor.decorators.external import ExternalDecorator
-from auditor.decorators.interface import CheckPolicy, Decorator, DynamicArgDims, refusal
-from auditor.decorators.outcome import DecorateError, decorate
-from auditor.decorators.registry import get_policy, policy_names, register_alias
-from auditor.decorators.restore import ClassSnapshot, decorated
+from auditor.engines.vllm.decorators.external import ExternalDecorator
+from auditor.engines.vllm.decorators.interface import CheckPolicy, Decorator, DynamicArgDims, refusal
+from auditor.engines.vllm.decorators.outcome import DecorateError, decorate
+from auditor.engines.vllm.decorators.registry import get_policy, policy_names, register_alias
+from auditor.engines.vllm.decorators.restore import ClassSnapshot, decorated
 
 # The project's decorator needs torch; it is imported on first use (PEP 562), so that resolving a
 # policy name, or refusing bad input, never waits for torch.
@@ -68,7 +68,7 @@ def __getattr__(name: str):
     if name == "POLICY_NAMES":  # computed: engines register their policies after this import
         return policy_names()
     if name in _LAZY:
-        from auditor.decorators import support
+        from auditor.engines.vllm.decorators import support
 
         return getattr(support, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

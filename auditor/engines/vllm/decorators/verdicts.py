@@ -58,7 +58,7 @@ def verdicts(config, model, policies: Sequence[str], shared_build: bool = True,
     `model` is the plain meta build of `config`, used to find the components; `log`, the
     ConstructionLog of that build, spares the recorded build where it can stand in for it.
     """
-    from auditor.decorators.registry import get_policy
+    from auditor.engines.vllm.decorators.registry import get_policy
 
     components = find_components(model)
     decoder = components.items[0]
@@ -105,7 +105,7 @@ def _joint_verdict(config, decoder: Component, encoders: dict, decorator, record
     encoder class decorated (dims inferred), then one build where the first refusal wins."""
     import contextlib
 
-    from auditor.decorators.restore import decorated
+    from auditor.engines.vllm.decorators.restore import decorated
     from auditor.models.meta import build_on_meta
 
     try:
@@ -143,7 +143,7 @@ def _record(config, classes: list[type]) -> Recording | None:
 
 
 def _verdict(config, component: Component, decorator, record: Recording | None) -> tuple[Status, str]:
-    from auditor.decorators.restore import decorated
+    from auditor.engines.vllm.decorators.restore import decorated
     from auditor.models.meta import build_on_meta
 
     try:
@@ -165,7 +165,7 @@ def _replay(policy, calls) -> None:
 
 
 def _is_own(decorator) -> bool:
-    from auditor.decorators.support import OwnDecorator
+    from auditor.engines.vllm.decorators.support import OwnDecorator
 
     return isinstance(decorator, OwnDecorator)
 

@@ -8,9 +8,9 @@ registered by auditor.engines: this layer knows no engine).
 
 from __future__ import annotations
 
-from auditor.decorators.external import PREFIX, ExternalDecorator
-from auditor.decorators.interface import Decorator
-from auditor.decorators.policies import CHECK_POLICIES
+from auditor.engines.vllm.decorators.external import PREFIX, ExternalDecorator
+from auditor.engines.vllm.decorators.interface import Decorator
+from auditor.engines.vllm.decorators.policies import CHECK_POLICIES
 
 # Short name -> "external:MODULE:ATTR"; results show the short name.
 ALIASES: dict[str, str] = {}
@@ -36,7 +36,9 @@ def get_policy(name: str) -> Decorator:
     then raises the engine's ImportError (VllmUnavailableError).
     """
     if name in CHECK_POLICIES:
-        from auditor.decorators.support import OwnDecorator  # needs torch: only when a policy is used
+        from auditor.engines.vllm.decorators.support import (
+            OwnDecorator,  # needs torch: only when a policy is used
+        )
 
         return OwnDecorator(name)
     return _external(name)

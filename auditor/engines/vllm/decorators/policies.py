@@ -34,7 +34,7 @@ import sys
 import typing
 from typing import Any
 
-from auditor.decorators.interface import CheckPolicy, refusal
+from auditor.engines.vllm.decorators.interface import CheckPolicy, refusal
 
 
 class LegacyPolicy(CheckPolicy):

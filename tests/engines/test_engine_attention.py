@@ -1,4 +1,4 @@
-"""The engine's attention (auditor/models/engine_attention.py): one opaque op to dynamo, and exact.
+"""The engine's attention (auditor/engines/vllm/engine_attention.py): one opaque op to dynamo, and exact.
 
 Exact against transformers' own functions on random tensors (sdpa_attention_forward; gemma2's and
 gpt_oss's and inkling2's eager functions for softcap, sinks and eager's causal rule; dots3_note's masking of sparse
@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from auditor.checks.compile_trial import compare
-from auditor.models import engine_attention as ea
+from auditor.engines.vllm import engine_attention as ea
 from auditor.models.inputs import decoder_inputs
 from auditor.models.meta import make_config
 from auditor.models.tiny import build_tiny, shrink, tiny_model

@@ -4,14 +4,14 @@ import pytest
 import torch
 from transformers import LlamaModel, SiglipVisionModel
 
-from auditor.decorators import (
+from auditor.engines.vllm.decorators import (
     DecorateError,
     decorate,
     decorated,
     get_policy,
     support_torch_compile,
 )
-from auditor.decorators.support import CompileSupport
+from auditor.engines.vllm.decorators.support import CompileSupport
 from auditor.models.components import DECODER_DIMS as TRANSFORMERS_DYNAMIC_ARG_DIMS
 
 from .helpers import EXTERNAL, OWN_POLICIES, classify_failure

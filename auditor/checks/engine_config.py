@@ -1,11 +1,12 @@
-"""The `vllm-config` check: model types whose config class vLLM replaces with its own.
+"""The `<engine>-config` checks (`vllm-config`): model types whose config class an engine replaces
+with its own.
 
-vLLM keeps a registry of config classes (`vllm.transformers_utils.config._CONFIG_REGISTRY`)
-that it uses instead of transformers' class for some model types. For those types this
-check builds the model from vLLM's class, plainly and under each decorator policy, as
-extra rows (`vllm-config/build`, `vllm-config/<component>/<policy>`). Other types get one
-`skipped` row. Needs vLLM (its install hint: auditor.core.hints); the class comes from the
-engine (auditor/engines/vllm/config.py).
+An engine may keep config classes it uses instead of transformers' for some model types (vLLM:
+`vllm.transformers_utils.config._CONFIG_REGISTRY`; the engine's `Engine.config_class` says which,
+auditor/engines/vllm/config.py). For those types the engine's check builds the model from the
+engine's class, plainly and under each decorator policy, as extra rows (`vllm-config/build`,
+`vllm-config/<component>/<policy>`). Other types get one `skipped` row. Needs the engine (its
+install hint: auditor.core.hints). One check per engine that contributes config classes.
 """
 
 from __future__ import annotations
@@ -17,24 +18,21 @@ from auditor.checks import register
 from auditor.checks.interface import CaseContext, Check, Options
 from auditor.core.results import Result
 from auditor.core.status import Failure, Phase, Status, classify
-from auditor.decorators.verdicts import verdicts
+from auditor.engines.decorating import verdicts
+from auditor.engines.interface import Engine
 from auditor.models.cases import ModelCase
 
-_ENGINE = engines.get("vllm")
 
-
-@register
-class VllmConfigCheck(Check):
-    name = "vllm-config"
-    requires = (_ENGINE.package,)
+class EngineConfigCheck(Check):
+    engine: Engine
 
     def run(self, case: ModelCase, context: CaseContext) -> Iterator[Result]:
         from auditor.models.meta import build_on_meta, model_facts
 
-        cls = _ENGINE.config_class(case.model_type)
+        cls = self.engine.config_class(case.model_type)
         if cls is None:
             yield Result(case.model_type, self.name, Status.SKIPPED, component="build",
-                         message=f"{_ENGINE.title} uses transformers' own config class for this type")
+                         message=f"{self.engine.title} uses transformers' own config class for this type")
             return
         where = f"{cls.__module__}.{cls.__qualname__}"
         try:
@@ -59,3 +57,18 @@ class VllmConfigCheck(Check):
         rows += [Result(case.model_type, self.name, failure.status, component="decoder", policy=policy,
                         message=failure.message, signature=failure.signature) for policy in options.decorator_policies]
         return rows
+
+
+def _engine_check(engine: Engine) -> type[Check]:
+    """The engine's check class, a name of this module (so a worker finds it as it finds the others)."""
+    name = f"{engine.name.capitalize()}ConfigCheck"
+    cls = type(name, (EngineConfigCheck,), {
+        "name": f"{engine.name}-config", "requires": (engine.package,), "engine": engine, "__module__": __name__,
+        "__doc__": f"Model types whose config class {engine.title} replaces with its own."})
+    globals()[name] = cls
+    return cls
+
+
+for _engine in engines.all():
+    if _engine.config_class is not None:
+        register(_engine_check(_engine))

@@ -4,7 +4,7 @@ import pytest
 import torch
 from transformers import LlamaForCausalLM, LlamaModel
 
-from auditor.decorators import decorated
+from auditor.engines.vllm.decorators import decorated
 from auditor.models.components import DECODER_DIMS as TRANSFORMERS_DYNAMIC_ARG_DIMS
 
 from .helpers import EXTERNAL, OWN_POLICIES, VLLM

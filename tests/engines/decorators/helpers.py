@@ -5,7 +5,7 @@ import importlib.util
 import pytest
 
 from auditor.core.status import Phase, classify
-from auditor.decorators import decorated, get_policy
+from auditor.engines.vllm.decorators import decorated, get_policy
 
 from . import vllm_like
 

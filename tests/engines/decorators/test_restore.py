@@ -2,7 +2,7 @@
 
 import pytest
 
-from auditor.decorators import ClassSnapshot, DecorateError, Decorator, decorated
+from auditor.engines.vllm.decorators import ClassSnapshot, DecorateError, Decorator, decorated
 
 from .helpers import EXTERNAL, OWN_POLICIES, VLLM, outcome, snapshot_matches
 from .models import Block, Block3, Child, Parent

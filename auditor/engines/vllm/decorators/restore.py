@@ -13,9 +13,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from auditor.decorators.interface import Decorator, DynamicArgDims
-from auditor.decorators.outcome import decorate
-from auditor.decorators.registry import get_policy
+from auditor.engines.vllm.decorators.interface import Decorator, DynamicArgDims
+from auditor.engines.vllm.decorators.outcome import decorate
+from auditor.engines.vllm.decorators.registry import get_policy
 
 
 @dataclass

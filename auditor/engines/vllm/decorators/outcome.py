@@ -8,7 +8,7 @@ decorator_files=decorator.source_files())`.
 from __future__ import annotations
 
 from auditor.core.status import Failure, Status, StatusError, message_of
-from auditor.decorators.interface import Decorator, DynamicArgDims
+from auditor.engines.vllm.decorators.interface import Decorator, DynamicArgDims
 
 
 class DecorateError(StatusError):

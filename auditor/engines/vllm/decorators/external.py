@@ -18,7 +18,7 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from auditor.decorators.interface import Decorator, DynamicArgDims
+from auditor.engines.vllm.decorators.interface import Decorator, DynamicArgDims
 
 PREFIX = "external:"
 

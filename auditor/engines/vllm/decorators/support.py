@@ -34,8 +34,8 @@ from typing import Any
 
 import torch
 
-from auditor.decorators.interface import CheckPolicy, Decorator, DynamicArgDims
-from auditor.decorators.policies import check_policy
+from auditor.engines.vllm.decorators.interface import CheckPolicy, Decorator, DynamicArgDims
+from auditor.engines.vllm.decorators.policies import check_policy
 
 COMPILE_MODES = ("none", "compile")  # compile: torch.compile(fullgraph=True) with the dims marked
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from auditor.decorators import POLICY_NAMES, Decorator, decorated, get_policy
+from auditor.engines.vllm.decorators import POLICY_NAMES, Decorator, decorated, get_policy
 
 from . import vllm_like
 from .helpers import HAS_VLLM

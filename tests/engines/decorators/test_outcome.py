@@ -6,9 +6,9 @@ from pathlib import Path
 import pytest
 import torch
 
-import auditor.decorators.policies as legacy_module
+import auditor.engines.vllm.decorators.policies as legacy_module
 from auditor.core.status import Status, is_refusal
-from auditor.decorators import get_policy
+from auditor.engines.vllm.decorators import get_policy
 
 from . import vllm_like
 from .helpers import EXTERNAL, classify_failure, failure
