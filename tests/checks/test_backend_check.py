@@ -380,7 +380,8 @@ def test_a_moe_config_without_a_top_k_stops_recursive_replace_at_vllms_assertion
 
 def test_vllm_builds_kimi_linear_from_its_own_config_class_which_lacks_transformers_aliases():
     # vLLM 0.33.0 reads kimi_linear's config.json with its own KimiLinearConfig, without
-    # transformers' `num_local_experts` alias: its throwaway build raised this on transformers 5.18.0.
+    # transformers' `num_local_experts` alias: its throwaway build raised this on transformers 5.18.0;
+    # vLLM 0.34.0's class lacks `layer_types` too, which its build reads first.
     from auditor.engines.vllm.build import build_like_vllm
     from auditor.engines.vllm.config import as_vllm_reads
     from auditor.models.meta import make_config
@@ -388,6 +389,6 @@ def test_vllm_builds_kimi_linear_from_its_own_config_class_which_lacks_transform
     config = make_config("kimi_linear")
     read = as_vllm_reads(config, "kimi_linear")
     assert type(read).__name__ == "KimiLinearConfig" and read.num_experts == config.num_experts
-    with pytest.raises(AttributeError, match="'KimiLinearConfig' object has no attribute 'num_local_experts'"):
+    with pytest.raises(AttributeError, match="'KimiLinearConfig' object has no attribute '(num_local_experts|layer_types)'"):
         build_like_vllm(read)
     assert as_vllm_reads(make_config("llama"), "llama").__class__.__name__ == "LlamaConfig"

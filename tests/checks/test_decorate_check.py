@@ -70,6 +70,10 @@ def test_legacy_refuses_a_valid_model_that_fixed_builds(sample_run):
 
 def test_config_skip_matters_for_configs_of_another_class(sample_run):
     """A model built from a config that subclasses another's: only the config exemption lets it through."""
+    if not known(["internlm3"]):
+        # On transformers 5.24.0 internlm3 and t5gemma are such types; on 5.18-5.22 internlm3 is absent
+        # and t5gemma is not one.
+        pytest.skip("no type of the sample builds from another model's config class in this transformers")
     rows = cells(sample_run)
     refused = [key for key, r in rows.items() if key[3] == "fixed-no-config-skip" and r.status.value == "refused"]
     assert refused
