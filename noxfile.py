@@ -189,35 +189,46 @@ def _gate(session: nox.Session, tonight: Path, before: Path | None, python: str)
     return passed
 
 
+def _releases(engine: str) -> list[str]:
+    """The releases the emulation of `engine` has a record of (auditor/engines/<engine>/): the nox
+    sessions pin them, so a new record is a new session and nothing here changes."""
+    from auditor import engines
+
+    return [release.version for release in engines.get(engine).releases]
+
+
 @nox.session(python=MAIN_PYTHON, reuse_venv=True)
-def vllm(session: nox.Session) -> None:
+@nox.parametrize("release", _releases("vllm"))
+def vllm(session: nox.Session, release: str) -> None:
     """The tests of vLLM's own compile path; the sweep under vLLM's own decorator next to the legacy
     copy, and the backend check's gates by vLLM's own functions next to the emulation, into
-    reports/<run-id>/vllm/; then `auditor agree` over every type (fails on any disagreement)."""
-    # vLLM pins its own torch (a CUDA build), so torch is not installed first here.
-    session.install("--upgrade", "-e", ".[vllm,test]")
+    reports/<run-id>/vllm-<release>/; then `auditor agree` over every type (fails on any
+    disagreement). One session per release record: `nox -s "vllm(release='0.34.0')"`."""
+    # vLLM pins its own torch (a CUDA build) and its transformers range, so neither is installed first.
+    session.install("--upgrade", "-e", ".[test]", f"vllm=={release}")
     session.run("python", "-m", "pytest", "-q", "tests/engines/test_vllm_own_compile.py",
                 "tests/engines/test_vllm_constructor.py")
     # upgrade-check with vLLM on both sides: installs it twice more (GBs), so only here.
     session.run("python", "-m", "pytest", "-q", "tests/engines/test_vllm_upgrade_check.py",
                 env={"AUDITOR_VLLM_UPGRADE": "1"})
-    out = REPORTS / _run_id() / "vllm"
-    session.run("auditor", "sweep", "--checks", "build,decorate,backend", "--policies", "legacy,vllm",
-                "-o", str(out), "--overwrite", "--label", "vllm", *session.posargs)
+    out = REPORTS / _run_id() / f"vllm-{release}"
+    session.run("auditor", "sweep", "--checks", "build,decorate,backend,serves", "--policies", "legacy,vllm",
+                "-o", str(out), "--overwrite", "--label", f"vllm {release}", *session.posargs)
     session.run("auditor", "agree", str(out), "--policies", "legacy,vllm")
 
 
 @nox.session(python=MAIN_PYTHON, reuse_venv=True)
-def sglang(session: nox.Session) -> None:
+@nox.parametrize("release", _releases("sglang"))
+def sglang(session: nox.Session, release: str) -> None:
     """The tests of SGLang's own gate functions; the backend check's SGLang gates by SGLang's own code
     next to the emulation over every type, into reports/<run-id>/sglang/; then `auditor agree`
     (fails on any disagreement)."""
     # SGLang pins its own torch and transformers (sglang 0.5.23: torch 2.14.1, transformers 5.19.0).
-    session.install("--upgrade", "-e", ".[sglang,test]", "sglang==0.5.23")
+    session.install("--upgrade", "-e", ".[test]", f"sglang=={release}")
     session.run("python", "-m", "pytest", "-q", "tests/engines/test_sglang_own.py")
-    out = REPORTS / _run_id() / "sglang"
+    out = REPORTS / _run_id() / f"sglang-{release}"
     session.run("auditor", "sweep", "--checks", "backend", "--policies", "fixed,sglang",
-                "-o", str(out), "--overwrite", "--label", "sglang", *session.posargs)
+                "-o", str(out), "--overwrite", "--label", f"sglang {release}", *session.posargs)
     session.run("auditor", "agree", str(out), "--policies", "fixed,sglang")
 
 

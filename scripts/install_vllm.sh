@@ -17,8 +17,10 @@ python3 -m venv "$venv"
 pip install -q --upgrade pip packaging >/dev/null
 extra=()
 [ -n "$transformers" ] && extra+=("transformers==$transformers")
-if ! pip install -q "vllm==$version" "${extra[@]}" 2>/tmp/install_vllm.err; then
-  echo "install_vllm: plain install failed ($(grep -m1 -o 'No matching distribution found for [^ ]*' /tmp/install_vllm.err || tail -1 /tmp/install_vllm.err)); installing the wheel's own requirements" >&2
+err=$(mktemp)
+trap 'rm -f "$err"' EXIT
+if ! pip install -q "vllm==$version" "${extra[@]}" 2>"$err"; then
+  echo "install_vllm: plain install failed ($(grep -m1 -o 'No matching distribution found for [^ ]*' "$err" || tail -1 "$err")); installing the wheel's own requirements" >&2
   wheels=$(mktemp -d)
   pip download -q --no-deps "vllm==$version" -d "$wheels"
   wheel=$(ls "$wheels"/vllm-*.whl)

@@ -36,9 +36,10 @@
     return td;
   }
   var fragment = document.createDocumentFragment();
-  data.rows.forEach(function (entry) {
+  data.rows.forEach(function (entry, index) {
     var tr = document.createElement("tr");
     tr.dataset.model = entry[0];
+    tr.dataset.i = index;
     var th = document.createElement("th");
     th.className = "mt";
     th.textContent = entry[0];
@@ -72,6 +73,41 @@
       .map(function (box) { return box.value; });
   }
 
+  // The row filters beside the cells': an engine's verdict (one environment), whose fault a
+  // finding is, and the cause an engine stops the type with; each picks rows from the page's
+  // data (a cause's rows are listed in data.stops), never from an attribute per cell.
+  var verdictFilters = Array.prototype.slice.call(document.querySelectorAll(".verdict-filter"));
+  var faultFilter = document.getElementById("fault-filter");
+  var causeFilter = document.getElementById("cause-filter");
+  var causeRows = data.stops.map(function (indices) {
+    var picked = {};
+    indices.forEach(function (i) { picked[i] = true; });
+    return picked;
+  });
+  function kindOf(entry) { return data.kinds[(typeof entry === "number" ? entry : entry[0]) - 1]; }
+  function verdictOf(entry, engine) {
+    var verdict = entry[2] ? entry[2][engine] : null;
+    if (verdict === null || verdict === undefined) return "";
+    return !verdict ? "servable" : verdict.charAt(0) === "?" ? "undecided" : "stops";
+  }
+  function rowFilters(row, visible) {
+    var entry = data.rows[Number(row.dataset.i)];
+    for (var f = 0; f < verdictFilters.length; f++) {
+      var want = verdictFilters[f].value;
+      if (want && verdictOf(entry, Number(verdictFilters[f].dataset.engine)) !== want) return false;
+    }
+    if (causeFilter && causeFilter.value !== "" && !causeRows[Number(causeFilter.value)][row.dataset.i]) return false;
+    if (faultFilter && faultFilter.value) {
+      for (var i = 0; i < entry[1].length; i++) {
+        if (!entry[1][i] || !visible[i]) continue;
+        var item = kindOf(entry[1][i]);
+        if (data.outcomes[item[1]] === "finding" && item[7] === faultFilter.value) return true;
+      }
+      return false;
+    }
+    return true;
+  }
+
   function apply() {
     var text = filter.value.trim().toLowerCase();
     var statuses = checked(".status-filter");
@@ -95,6 +131,7 @@
         }
         show = statusHit && disagreeHit;
       }
+      if (show) show = rowFilters(row, visible);
       row.hidden = !show;
       if (show) count++;
     });
@@ -181,6 +218,28 @@
     document.querySelectorAll(".status-filter").forEach(function (box) { box.checked = true; });
     onlyFindings = false;
     apply();
+  });
+  verdictFilters.forEach(function (select) { select.addEventListener("change", apply); });
+  [faultFilter, causeFilter].forEach(function (select) { if (select) select.addEventListener("change", apply); });
+  function clearFilters() {
+    filter.value = "";
+    disagree.checked = false;
+    verdictFilters.forEach(function (select) { select.value = ""; });
+    [faultFilter, causeFilter].forEach(function (select) { if (select) select.value = ""; });
+    document.querySelectorAll(".status-filter").forEach(function (box) { box.checked = true; });
+    onlyFindings = false;
+  }
+  var clear = document.getElementById("clear-filters");
+  if (clear) clear.addEventListener("click", function () { clearFilters(); apply(); });
+  // A cause of the tables of where types stop (or its slice of the bar) shows its types alone.
+  document.querySelectorAll("[data-cause]").forEach(function (element) {
+    element.addEventListener("click", function (event) {
+      event.preventDefault();
+      clearFilters();
+      causeFilter.value = element.dataset.cause;
+      apply();
+      document.getElementById("matrix-section").scrollIntoView();
+    });
   });
   apply();
 })();

@@ -1,8 +1,10 @@
 """`auditor.sweep(...)` and what goes with it: the public names of the sweep's pipeline
-(auditor/sweeping/), which the API hands out."""
+(auditor/sweeping/), which the API hands out; a sweep with `engines` (`--engine vllm==0.34.0`)
+goes through auditor.upgrade.engine_sweeps, which makes the engines' venvs."""
 
 from __future__ import annotations
 
+from auditor.sweeping import run as _run
 from auditor.sweeping.events import SweepEvents, SweepOutcome
 from auditor.sweeping.options import (
     DEFAULT_CHECKS,
@@ -12,8 +14,34 @@ from auditor.sweeping.options import (
     command_line,
     make_request,
 )
-from auditor.sweeping.run import run_request, sweep
 from auditor.sweeping.validate import WORKER_LOG, validate, validated_device
+
+
+def run_request(request: SweepRequest, events: SweepEvents, rules: tuple = (), expected=None,
+                engine_events=None) -> SweepOutcome:
+    """The steps of a sweep (auditor.sweeping.run.run_request); with `request.engines`, the
+    engines' venvs too (what their installs and sweeps do goes to `engine_events`, an
+    auditor.upgrade.runner.UpgradeEvents): its outcome is this environment's, its files and
+    gate over every run."""
+    if not request.engines:
+        return _run.run_request(request, events, rules, expected)
+    from dataclasses import replace
+
+    from auditor.upgrade.engine_sweeps import sweep_with_engines
+
+    found = sweep_with_engines(request, events, engine_events, rules=rules, expected=expected)
+    return replace(found.outcome, files=found.written, gate_hits=found.gate_hits, engine_runs=found.runs)
+
+
+def sweep(output=None, *, events: SweepEvents | None = None, fail_on=(), expected=None, **options) -> SweepOutcome:
+    """Run a sweep and write its files; see `SweepRequest` for the options (auditor.sweeping.run.sweep),
+    `engines` included."""
+    from auditor.report.baseline import read_baseline
+    from auditor.report.gate import parse_fail_on
+
+    request = make_request(output=output, **options)
+    return run_request(request, events or SweepEvents(), parse_fail_on(fail_on), read_baseline(expected))
+
 
 __all__ = [
     "DEFAULT_CHECKS", "DEFAULT_POLICIES", "DEFAULT_TIMEOUT", "WORKER_LOG", "SweepEvents",

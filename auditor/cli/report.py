@@ -40,7 +40,8 @@ def add_parser(subparsers) -> None:
                         "and report.html, summary.md and the JUnit XML show them as expected (the CSV tables do not change)")
     p.add_argument("--against", type=Path, metavar="RUN",
                    help="an earlier run: report.html and summary.md say what changed since it (new findings, "
-                        "fixed, flaky); default: the run before this one in the same reports folder")
+                        "fixed, flaky); default: the newest run of the same environment (Python, torch, transformers, "
+                        "installed engines, label, shard) before this one in the same reports folder")
     p.set_defaults(handler=run_report)
 
 
@@ -81,22 +82,19 @@ def run_report(args: argparse.Namespace) -> int:
 
 
 def _previous(against: Path | None, runs):
-    """The run to say what changed since: `--against`, else the run before a single input's in
-    its reports folder (None when there is none, or for merged inputs)."""
-    from auditor.report.since import earlier_run
+    """The run to say what changed since: `--against`, else the newest run of the same
+    environment before a single input's in its reports folder (auditor.report.files.earlier_run;
+    None when there is none, or for merged inputs)."""
+    from auditor.report.files import earlier_run
 
     if against is not None:
         return read_results(against)
-    if len(runs) != 1 or runs[0].path.name != RESULTS_FILE:
+    if len(runs) != 1:
         return None
-    found = earlier_run(runs[0].path.parent)
-    if found is None:
-        return None
-    try:
-        return read_results(found)
-    except UsageError as exc:  # an unreadable neighbour is not this report's failure
-        print(f"auditor: warning: not comparing with {found.name}: {exc}", file=sys.stderr)
-        return None
+    found = earlier_run(runs[0])
+    for name, why in found.unreadable:  # an unreadable neighbour is not this report's failure
+        print(f"auditor: warning: not comparing with {name}: {why}", file=sys.stderr)
+    return found.run
 
 
 def _write(action, target: Path):

@@ -41,8 +41,9 @@ def run_sweep(args: argparse.Namespace) -> int:
     rules = parse_fail_on(args.fail_on)
     expected = read_baseline(args.expected)
     events = _PrintedEvents()
+    request = request_of(args)
     try:
-        outcome = run_request(request_of(args), events, rules, expected)
+        outcome = run_request(request, events, rules, expected, _engine_events() if request.engines else None)
     except RunInterrupted as stop:
         print(f"\nInterrupted: {stop.done} of {stop.total} model types finished; every finished "
               f"row is in {stop.results_path}.\nResume with: {stop.resume_command}", file=sys.stderr)
@@ -52,11 +53,15 @@ def run_sweep(args: argparse.Namespace) -> int:
               f"every finished row is in {stop.results_path}.\nResume with: {stop.resume_command}",
               file=sys.stderr)
         return EXIT_FAILED
-    _print_verdicts(outcome.run)
+    _print_verdicts((outcome.run, *outcome.engine_runs))
+    _print_since(outcome, request)
     print(f"Done: {outcome.done} model type{'s' if outcome.done != 1 else ''} in {events.elapsed():.0f} s."
           if outcome.total else "Done: nothing to do.", file=sys.stderr)
     _print_findings(outcome.run, expected)
     print(f"Results in {outcome.outdir}/ ({', '.join(REPORT_FILES)})", file=sys.stderr)
+    for run in outcome.engine_runs:
+        print(f"{run.info.environment}: its own run in {run.path.parent}/ (the report above holds it beside this one)",
+              file=sys.stderr)
     for extra in outcome.files[len(REPORT_FILES):]:
         print(f"Wrote {extra}", file=sys.stderr)
     if outcome.worker_log is not None:
@@ -107,11 +112,66 @@ def _print_findings(run, expected) -> None:
     print(tally(matrix).text(), file=sys.stderr)
 
 
-def _print_verdicts(run) -> None:
+def _engine_events():
+    from auditor.cli.releases import PrintedEvents
+    from auditor.upgrade.engine_sweeps import WHAT
+
+    return PrintedEvents(WHAT)
+
+
+def _print_verdicts(runs) -> None:
     """The end summary opens with each engine's verdict line (the one that heads summary.md and
-    report.html; serve.csv has every type's verdict)."""
+    report.html; serve.csv has every type's verdict), one per environment (an --engine's venv)."""
     from auditor.report.serve import headlines, verdicts
 
-    found = headlines(verdicts([run]))
+    found = headlines(verdicts(list(runs)))
     for headline in found:
         print(f"{headline.environment}: {headline.text}" if len(found) > 1 else headline.text, file=sys.stderr)
+
+
+SINCE_SHOWN = 5  # new findings the end summary lists; report.html has more, `auditor diff` all
+
+
+def _print_since(outcome, request: SweepRequest) -> None:
+    """What changed since the earlier run (report.html's "Since" section, shortened): the counts,
+    the first new findings, each with its cause, whose fault it is, and the command that sweeps
+    that cell again. Nothing when there is no earlier run."""
+    from auditor.report.since import since
+
+    for name, why in outcome.earlier.unreadable if outcome.earlier is not None else ():
+        print(f"auditor: warning: not comparing with {name}: {why}", file=sys.stderr)
+    changes = since([outcome.run], outcome.previous)
+    if changes is None:
+        return
+    new = changes.new_failures
+    print(f"Since {changes.against}: {len(new)} new finding{'s' if len(new) != 1 else ''}, "
+          f"{len(changes.fixed)} fixed, {len(changes.flaky)} flaky", file=sys.stderr)
+    for cell in new[:SINCE_SHOWN]:
+        fault = f" (fault: {cell.fault})" if cell.fault else ""
+        print(f"  new: {cell.model_type} {cell.column}: {cell.before or 'absent'} -> {cell.status}: "
+              f"{cell.cause or cell.signature}{fault}", file=sys.stderr)
+        print(f"    again: {reproduce_command(request, cell.model_type, cell.column)}", file=sys.stderr)
+    more = len(new) - SINCE_SHOWN
+    if more > 0:
+        print(f"  and {more} more new: see {outcome.outdir / 'report.html'}", file=sys.stderr)
+    elif changes.fixed or changes.flaky:
+        print(f"  the fixed and flaky cells: see {outcome.outdir / 'report.html'}", file=sys.stderr)
+
+
+# Not carried into the command that sweeps one cell again: the selection it replaces, and what only
+# names or slices the run (a shard would leave the model type out).
+_NOT_REPEATED = frozenset({"models", "exclude", "checks", "label", "shard"})
+
+
+def reproduce_command(request: SweepRequest, model_type: str, column: str) -> str:
+    """`auditor sweep --models TYPE --checks CHECK ...`: the sweep of one cell's model type and
+    check, with the options of `request` that change what a cell means (those a resume is
+    checked against: policies, device, plugins, ...) where they are not the defaults."""
+    from auditor.sweeping.options import BY_NAME, EXPERIMENT, flags
+
+    values = {"models": [model_type], "checks": [column.split("/", 1)[0]]}
+    for option in (*EXPERIMENT, BY_NAME["remote_code"]):
+        value = getattr(request, option.name)
+        if option.name not in _NOT_REPEATED and value not in (None, (), False, option.initial()):
+            values[option.name] = value
+    return shlex.join(["auditor", "sweep", *flags(**values)])

@@ -34,6 +34,7 @@ class EngineInfo:
     gates: tuple[str, ...]
     stopping: tuple[str, ...]
     policy: str
+    shims: tuple[str, ...] = ()  # "name: what it stands in for", the environment shims its own code ran under
 
     @property
     def installed(self) -> bool:
@@ -43,14 +44,17 @@ class EngineInfo:
     def text(self) -> str:
         """`vLLM 0.33.0 (installed; emulation follows 0.33.0)` or `vLLM emulated (follows 0.33.0)`."""
         if self.installed:
-            return f"{self.title} {self.version} (installed; emulation follows {self.follows})"
+            shims = f"; shims: {', '.join(s.split(':')[0] for s in self.shims)}" if self.shims else ""
+            return f"{self.title} {self.version} (installed; emulation follows {self.follows}{shims})"
         return f"{self.title} {EMULATED} (follows {self.follows})"
 
     def to_json(self) -> dict[str, Any]:
         return {"name": self.name, "title": self.title, "version": self.version, "follows": self.follows,
-                "gates": list(self.gates), "stopping": list(self.stopping), "policy": self.policy}
+                "gates": list(self.gates), "stopping": list(self.stopping), "policy": self.policy,
+                **({"shims": list(self.shims)} if self.shims else {})}
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> EngineInfo:
         return cls(name=data["name"], title=data["title"], version=data["version"], follows=data["follows"],
-                   gates=tuple(data["gates"]), stopping=tuple(data["stopping"]), policy=data.get("policy", ""))
+                   gates=tuple(data["gates"]), stopping=tuple(data["stopping"]), policy=data.get("policy", ""),
+                   shims=tuple(data.get("shims", ())))

@@ -206,6 +206,19 @@ def read_run(path: str | os.PathLike[str]) -> Run:
     return _scan(results_path(path)).run
 
 
+def read_info(path: str | os.PathLike[str]) -> RunInfo:
+    """The environment a results file describes, from its header alone (its rows are not read)."""
+    p = results_path(path)
+    try:
+        with p.open("rb") as f:
+            line = f.readline()
+    except OSError as exc:
+        raise ResultsFileError(f"cannot read {p}: {exc.strerror or exc}") from exc
+    if not line.strip():
+        raise ResultsFileError(f"{p} is empty")
+    return _header(p, line)[0]
+
+
 def repair(path: str | os.PathLike[str]) -> Damage | None:
     """Take a torn tail out of the live file before anything is appended to it.
 

@@ -259,6 +259,9 @@ class Engine:
     # -> Outcome, one row of the `serves` check (vLLM: get_model with model_impl="auto", which
     # picks its native class or the Transformers backend). None: the engine has no such answer.
     serves: Callable[[Any, Any], Outcome] | None = None
+    # The environment shims the engine's own code needs on this machine (needs the engine):
+    # `shims()` -> {name: what it stands in for}; the run header names them (EngineInfo.shims).
+    shims: Callable[[], Mapping[str, str]] | None = None
 
     @property
     def installed(self) -> bool:
@@ -294,12 +297,18 @@ class Engine:
                 f"{self.version}'s own code, the emulation's are {self.follows}'s (`auditor agree` lists where "
                 f"they differ)")
 
-    def record(self) -> EngineInfo:
-        """What a run's header records of this engine (the reports judge by it)."""
+    def record(self, own: bool = False) -> EngineInfo:
+        """What a run's header records of this engine (the reports judge by it); `own`: the
+        sweep runs the engine's own code, so the shims it needs here are named too."""
+        shims = self.shims() if own and self.installed and self.shims is not None else {}
         return EngineInfo(name=self.name, title=self.title, version=self.version, follows=self.follows,
                           gates=tuple(self.component(g) for g in self.gate_names),
                           stopping=tuple(self.component(g) for g in self.gate_names if g in self.stopping),
-                          policy=self.policy)
+                          policy=self.policy, shims=tuple(f"{name}: {text}" for name, text in sorted(shims.items())))
+
+    def runs_own_code(self, checks: Sequence[str], policies: Sequence[str]) -> bool:
+        """Whether a sweep of these checks and policies calls the engine's own code."""
+        return bool(self.policy and self.policy in policies) or (self.serves is not None and "serves" in checks)
 
     @property
     def policy(self) -> str:

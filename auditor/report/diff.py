@@ -5,6 +5,13 @@ rather than compared. A regression is a cell that was `build` and is something e
 allow list can excuse known ones, by model type or by model type and column prefix, and so can an
 expected baseline (auditor.report.baseline) that lists the failure; a regression whose cell passed
 on a rerun (flaky) is not confirmed, and blocks nothing either.
+
+Beside the cells, the engines' verdicts (auditor.report.serve): a type an engine served and no
+longer does (or now serves), or serves another way (its native class <-> the Transformers
+backend), or stops at another gate, is a `VerdictChange` with why. Two runs under two releases
+of one engine (`auditor sweep --engine vllm==0.33.0` beside vLLM 0.34.0) differ there first: a
+verdict is several cells, and a cell that passes on both sides (a serves row that constructs
+another class) is no cell change at all.
 """
 
 from __future__ import annotations
@@ -93,6 +100,46 @@ class CellChange:
 
 
 @dataclass(frozen=True)
+class VerdictChange:
+    """One engine's verdict on one type, before and after (auditor.report.serve.ServeVerdict.text)."""
+
+    model_type: str
+    engine: str  # its title: "vLLM"
+    before: str
+    after: str
+    why: str  # "native LlamaForCausalLM -> Transformers backend (...)", "now stops at serves/vllm", ...
+    regression: bool  # it served before and does not now
+
+
+def verdict_changes(base: Run, new: Run) -> tuple[VerdictChange, ...]:
+    """The engines' verdicts that differ between the runs, for the types and engines both have,
+    regressions first, then by engine and type."""
+    from auditor.report.serve import Serves, verdicts
+
+    before = {(v.engine.name, v.model_type): v for v in verdicts([base])}
+    after = {(v.engine.name, v.model_type): v for v in verdicts([new])}
+    found = []
+    for key in sorted(before.keys() & after.keys()):
+        b, a = before[key], after[key]
+        if b.text == a.text:
+            continue
+        served = (b.serves is Serves.SERVABLE, a.serves is Serves.SERVABLE)
+        if served == (True, True):
+            why = f"{b.path or 'served'} -> {a.path or 'served'}"
+        elif served == (True, False):
+            why = f"now {a.serves} at {a.gate} ({a.fault or a.status})"
+        elif served == (False, True):
+            why = f"served now ({a.path or 'servable'}); was {b.serves} at {b.gate}"
+        elif b.gate != a.gate or b.serves is not a.serves:
+            why = f"{b.serves} at {b.gate} -> {a.serves} at {a.gate}"
+        else:
+            why = f"another message at {a.gate}"
+        found.append(VerdictChange(key[1], a.engine.title, b.text, a.text, why,
+                                   regression=served == (True, False) and a.serves is Serves.STOPS))
+    return tuple(sorted(found, key=lambda c: (not c.regression, c.engine, c.model_type)))
+
+
+@dataclass(frozen=True)
 class RunDiff:
     base: Side
     new: Side
@@ -108,6 +155,7 @@ class RunDiff:
     unchanged: int
     unused_allow: tuple[str, ...] = ()
     drift: Drift | None = None  # the default configs' drift (auditor.report.drift), separate from cells
+    verdicts: tuple[VerdictChange, ...] = ()  # the engines' verdicts that changed, per engine and type
 
     @property
     def blocking(self) -> tuple[CellChange, ...]:
@@ -163,6 +211,7 @@ def diff_runs(base: Run, new: Run, allow: AllowList = AllowList(), expected: Bas
         unchanged=unchanged,
         unused_allow=tuple(e for e in allow.entries if e not in used),
         drift=config_drift(base, new),
+        verdicts=verdict_changes(base, new),
     )
 
 
@@ -193,6 +242,8 @@ def summary_line(diff: RunDiff) -> str:
     if diff.added_cells or diff.removed_cells:
         parts.append(f"cells +{len(diff.added_cells)}/-{len(diff.removed_cells)}")
     parts.append(f"{diff.unchanged} unchanged")
+    if diff.verdicts:
+        parts.append(f"{len(diff.verdicts)} engine verdict{'s' if len(diff.verdicts) != 1 else ''} changed")
     if diff.drift is not None and diff.drift.compared:
         parts.append(f"{len(diff.drift.types)} default config{'s' if len(diff.drift.types) != 1 else ''} drifted")
     return ", ".join(parts)

@@ -62,6 +62,11 @@ def render_diff_markdown(diff: RunDiff) -> str:
         "",
         f"**{summary_line(diff)}**",
     ]
+    if diff.verdicts:
+        lines.extend(["", f"## Engine verdicts that changed ({len(diff.verdicts)})", "",
+                      "| model type | engine | before | after | why |", "|---|---|---|---|---|"])
+        lines += [f"| {_md(c.model_type)} | {_md(c.engine)} | {_md(c.before)} | {_md(c.after)} | {_md(c.why)} |"
+                  for c in diff.verdicts]
     for title, changes in _change_sections(diff):
         if not changes:
             continue

@@ -2,20 +2,24 @@
 
 Everything here renders with the pure functions of the package and writes the text it gets;
 `auditor sweep` calls `write_report` at its end, `auditor report` and `auditor diff` call these too.
+`earlier_run` reads the reports folder for the run a report says what changed since.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
-from auditor.core.results import Run
+from auditor.core.errors import InputError
+from auditor.core.results import RESULTS_FILE, Run, read_info, read_run
 from auditor.report.baseline import Baseline
 from auditor.report.diff import RunDiff
 from auditor.report.diff_render import render_diff_html, render_diff_markdown
 from auditor.report.junit import render_diff_junit, render_junit
 from auditor.report.markdown import render_summary
 from auditor.report.page import render_report
+from auditor.report.since import same_environment
 from auditor.report.tables import csv_text, long_frame, matrix_frame, serve_frame
 
 REPORT_FILES = ("report.html", "results.csv", "matrix.csv", "summary.md", "serve.csv")
@@ -58,14 +62,49 @@ def write_diff_junit(diff: RunDiff, path: Path) -> Path:
     return write_text(path, render_diff_junit(diff))
 
 
-def write_summary(runs: Sequence[Run], path: Path, expected: Baseline | None = None) -> Path:
-    """The Markdown summary of `runs` at `path`."""
-    return write_text(path, render_summary(runs, expected=expected))
+def write_summary(runs: Sequence[Run], path: Path, expected: Baseline | None = None,
+                  previous: Run | None = None) -> Path:
+    """The Markdown summary of `runs` at `path`; `previous`: see report_texts."""
+    return write_text(path, render_summary(runs, expected=expected, previous=previous))
 
 
 def write_diff(diff: RunDiff, outdir: Path) -> list[Path]:
     """Write diff.md and diff.html into `outdir`."""
     return _write(diff_texts(diff), Path(outdir))
+
+
+@dataclass(frozen=True)
+class Earlier:
+    """The run a report says what changed since (None: there is none), and the run directories
+    passed over because they could not be read: (name, why)."""
+
+    run: Run | None
+    unreadable: tuple[tuple[str, str], ...] = ()
+
+
+def earlier_run(run: Run) -> Earlier:
+    """The newest run before `run` in its reports folder of the same environment
+    (auditor.report.since.same_environment): of the sibling directories with a results.jsonl
+    whose names sort before `run`'s (run ids are UTC times), the last whose header matches. A
+    sibling of another environment is passed over, and so is one that cannot be read (noted in
+    `unreadable`). None for a loose results file (not in a run directory of its own)."""
+    if run.path.name != RESULTS_FILE:
+        return Earlier(None)
+    here = run.path.parent.resolve()
+    try:
+        siblings = sorted((d for d in here.parent.iterdir()
+                           if d.name < here.name and d.is_dir() and (d / RESULTS_FILE).is_file()), reverse=True)
+    except OSError:
+        return Earlier(None)
+    unreadable = []
+    for directory in siblings:
+        try:
+            if not same_environment(run.info, read_info(directory)):  # the header alone: no rows read
+                continue
+            return Earlier(read_run(directory), tuple(unreadable))
+        except InputError as exc:
+            unreadable.append((directory.name, str(exc)))
+    return Earlier(None, tuple(unreadable))
 
 
 def _write(texts: dict[str, str], outdir: Path) -> list[Path]:

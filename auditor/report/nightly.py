@@ -31,6 +31,8 @@ class GateCell:
     status: str
     signature: str = ""
     before: str = ""  # the night before's status, "" when unknown
+    fault: str = ""  # whose fault tonight's row is (auditor.core.fault), "" for a pass
+    cause: str = ""  # its failure's cause, one line (auditor.report.causes)
 
 
 @dataclass(frozen=True)
@@ -55,7 +57,8 @@ def nightly_gate(new: Run, previous: Run | None = None, baseline: Baseline | Non
     cells = expected_matrix([new], baseline).cells()
     for model_type, col, cell in cells:
         was = before.get((model_type, col.column))
-        note = GateCell(model_type, col.column, cell.status.value, cell.signature, was.status.value if was else "")
+        note = GateCell(model_type, col.column, cell.status.value, cell.signature, was.status.value if was else "",
+                        cell.result.fault, cell.cause if not cell.status.ok else "")
         if cell.outcome is Outcome.FLAKY:
             flaky.append(note)
         elif cell.outcome is Outcome.EXPECTED and baseline is not None and baseline.entry(model_type, col.column):

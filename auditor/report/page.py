@@ -17,6 +17,7 @@ from auditor.report.baseline import Baseline, expected_matrix
 from auditor.report.breaks import break_groups
 from auditor.report.charts import horizontal_bars
 from auditor.report.environments import differences, group_labels, sentence, side_by_side
+from auditor.report.filters import row_filters
 from auditor.report.matrix import run_name
 from auditor.report.ranges import release_ranges
 from auditor.report.serve import Serves, headlines, unreachable, verdicts, where_stopped
@@ -68,6 +69,8 @@ def render_report(runs: Sequence[Run], title: str = "Model sweep report", expect
     columns = matrix.columns
     marked = unreachable(runs)
     found_verdicts = verdicts(runs)
+    found_headlines = headlines(found_verdicts)
+    filters = row_filters(matrix, found_headlines)
     context = dict(
         title=title,
         faults=[(fault.value, fault.description) for fault in Fault if fault.value],
@@ -91,7 +94,8 @@ def render_report(runs: Sequence[Run], title: str = "Model sweep report", expect
         differ_in=sentence(differ),
         group_labels=group_labels(differ),
         findings=findings(matrix),
-        serve_headlines=headlines(found_verdicts),
+        serve_headlines=found_headlines,
+        filters=filters,
         where_stopped=where_stopped,
         verdict_titles=list(dict.fromkeys(v.engine.title for v in found_verdicts)) if len(matrix.groups) == 1 else [],
         unreachable=marked,
@@ -111,6 +115,7 @@ def render_report(runs: Sequence[Run], title: str = "Model sweep report", expect
             "short": [s.short for s in present],
             "outcomes": OUTCOME_CODES,
             "relabel": expected_label(matrix.baseline) if any(c.by_baseline for _, _, c in cells) else "",
+            "stops": filters.stop_rows(matrix),  # per stop cause (filters.causes), its rows
             **_matrix_data(matrix, {s.name: i for i, s in enumerate(present)}, marked, found_verdicts),
         }),
     )
@@ -129,8 +134,8 @@ def _script_json(data: dict) -> Markup:
 _TAG_OPEN = re.compile(r"<(?=[A-Za-z/!])")
 
 
-# The trailing fields of a kind (disagree, relabelled status, gate id) when unset: left out.
-_DEFAULTS = (0, "", -1)
+# The trailing fields of a kind (disagree, relabelled status, gate id, fault) when unset: left out.
+_DEFAULTS = (0, "", -1, "")
 
 # A cell's outcome in the page's data, by its index here (the page's JavaScript reads the names).
 OUTCOME_CODES = [o.value for o in Outcome]
@@ -141,8 +146,9 @@ def _matrix_data(matrix, legend_index: dict[str, int], marked: dict[tuple[str, s
     `[model type, [cell, ...]]`; a cell is 0 where absent, else its kind (1 + an index into `kinds`),
     or `[kind, seconds]` where it took a tenth of a second or more. A kind is what cells share:
     `[legend index, outcome index, message id, title id]` and, only where set, `[..., disagree,
-    the status a baseline relabelled, unreachable gate id]`. One element per cell with four
-    attributes made the page of a 622-type run 3.2 MB; a cell here is a number. With verdicts
+    the status a baseline relabelled, unreachable gate id, fault]` (the fault filter reads the
+    last). One element per cell with four attributes made the page of a 622-type run 3.2 MB; a
+    cell here is a number. With verdicts
     (auditor.report.serve) of one environment, a row has a third item, per engine in `engines`:
     "" where it serves the type, the gate's column where it stops it, `?` and the gate where
     undecided (a view beside the cells, not a cell: see serve.py)."""
@@ -165,7 +171,7 @@ def _matrix_data(matrix, legend_index: dict[str, int], marked: dict[tuple[str, s
                     titles.setdefault((cell.signature or str(cell.status))
                                       + (f" · fault: {cell.result.fault}" if cell.result.fault else ""), len(titles)),
                     1 if cell.disagree else 0, cell.status.value if cell.by_baseline else "",
-                    gates.setdefault(gate, len(gates)) if gate else -1]
+                    gates.setdefault(gate, len(gates)) if gate else -1, cell.result.fault]
             while len(kind) > 4 and kind[-1] == _DEFAULTS[len(kind) - 5]:
                 kind.pop()
             number = kinds.setdefault(tuple(kind), len(kinds)) + 1

@@ -9,9 +9,13 @@ columns: the matrix holds one row's status per cell, and the diff, the nightly h
 `--fail-on` and JUnit count its cells, so a verdict there would count every stopped type twice
 (a finding in its gate's column and again in its verdict's).
 
-A verdict reads the engine's own-code rows (policy `EngineInfo.policy`) where the run has them
-(the engine's functions are the reference the emulation is held to), the emulation's otherwise,
-and says which. A stopping gate that failed for the machine's reasons (a timeout, a missing
+Where the run has the engine's whole answer (the `serves` check's row, `serves/<engine>`: its
+own code picking native or the Transformers backend, auditor/checks/serves.py), the verdict is
+that row's: "servable: native Gemma3ForCausalLM", "servable: Transformers backend (...)", where it
+stops, or undecided for this machine's limit. Otherwise it is the Transformers backend's, read
+from the backend rows: the engine's own-code rows (policy `EngineInfo.policy`) where the run has
+them (the engine's functions are the reference the emulation is held to), the emulation's
+otherwise, and says which. A stopping gate that failed for the machine's reasons (a timeout, a missing
 package, the auditor's own error) decides nothing: the type is `undecided`, counted apart.
 Whether the engine would compile a type comes from the compile check's rows of a run that
 compiled with that engine's semantics (`--compile-semantics`), and is left blank otherwise.
@@ -24,6 +28,7 @@ from dataclasses import dataclass, replace
 from enum import Enum
 
 from auditor.core.engineinfo import EngineInfo
+from auditor.core.fault import Fault
 from auditor.core.outcome import CellVerdict, Outcome, judge
 from auditor.core.results import Result, Run
 from auditor.core.status import ENVIRONMENTAL, Status
@@ -33,6 +38,8 @@ from auditor.report.matrix import cell_claims, environment_infos
 # A stopping gate that failed with one of these is the machine's or the auditor's failure, or
 # the auditor could not make the model's default config: the engine's answer is unknown.
 UNDECIDED = ENVIRONMENTAL | {Status.TIMEOUT, Status.CRASH, Status.AUDITOR_ERROR, Status.CONFIG_ERROR}
+# Whose failures decide nothing about the engine (auditor.core.fault): this machine's, ours.
+_NOT_A_VERDICT = {Fault.ENVIRONMENT.value, Fault.AUDITOR.value}
 
 
 class Serves(str, Enum):
@@ -68,7 +75,18 @@ class ServeVerdict:
     message: str = ""  # that gate's message (the engine's own, for `unsupported`)
     compiles: Compiles | None = None  # None: not checked under this engine's semantics
     compile_note: str = ""  # which compile column failed and how, or why nothing compiled
-    row: Result | None = None  # the deciding row of the gate that stopped it
+    row: Result | None = None  # the deciding row: the gate that stopped it, or the serves row
+    path: str = ""  # how the engine serves it, from the serves row: "native X", "Transformers backend (X)"
+
+    @property
+    def whole(self) -> bool:
+        """From the engine's whole answer (the serves row), not the backend's gates alone."""
+        return self.gate == serves_column(self.engine) or bool(self.path)
+
+    @property
+    def native(self) -> bool:
+        """Served by the engine's own (native) class, per its serves row."""
+        return self.row is not None and self.row.extras.get("impl") == "native" and self.serves is Serves.SERVABLE
 
     @property
     def signature(self) -> str:
@@ -84,7 +102,7 @@ class ServeVerdict:
     def text(self) -> str:
         """`servable`, `stops at backend/attention: <the engine's message>`, `undecided: ...`."""
         if self.serves is Serves.SERVABLE:
-            return str(Serves.SERVABLE)
+            return f"{Serves.SERVABLE}: {self.path}" if self.path else str(Serves.SERVABLE)
         if self.serves is Serves.STOPS:
             return f"stops at {self.gate}: {self.message}"
         return f"undecided: {self.gate}: {self.status}: {self.message}"
@@ -122,7 +140,15 @@ def _gate_columns(engine: EngineInfo, own: bool) -> list[tuple[str, str]]:
     return [(gate, f"backend/{gate}{suffix}") for gate in engine.gates]
 
 
+def serves_column(engine: EngineInfo) -> str:
+    """The column of the engine's whole answer: the serves check's row (`serves/vllm`)."""
+    return f"serves/{engine.name}"
+
+
 def _verdict(env: str, model_type: str, engine: EngineInfo, rows: dict[str, CellVerdict]) -> ServeVerdict | None:
+    whole = _whole(env, model_type, engine, rows.get(serves_column(engine)))
+    if whole is not None:
+        return whole
     own = bool(engine.policy) and any(column in rows for _, column in _gate_columns(engine, True))
     columns = _gate_columns(engine, own)
     if not any(column in rows for _, column in columns):
@@ -136,6 +162,21 @@ def _verdict(env: str, model_type: str, engine: EngineInfo, rows: dict[str, Cell
         serves = Serves.UNDECIDED if row.status in UNDECIDED else Serves.STOPS
         return ServeVerdict(env, model_type, engine, serves, own, column, row.status, row.message, row=row)
     return ServeVerdict(env, model_type, engine, Serves.SERVABLE, own)
+
+
+def _whole(env: str, model_type: str, engine: EngineInfo, cell: CellVerdict | None) -> ServeVerdict | None:
+    """The verdict of the engine's own serves row; None where there is none, or it was skipped
+    (no architecture to give the engine: the backend's gates answer instead)."""
+    if cell is None or cell.outcome in (Outcome.SKIPPED, Outcome.EXPECTED):
+        return None
+    row = cell.row
+    column = serves_column(engine)
+    if cell.outcome is Outcome.PASS:
+        return ServeVerdict(env, model_type, engine, Serves.SERVABLE, True, row=row,
+                            path=row.message.removeprefix(f"{Serves.SERVABLE}: "))
+    undecided = cell.outcome is Outcome.FLAKY or row.status in UNDECIDED or row.fault in _NOT_A_VERDICT
+    return ServeVerdict(env, model_type, engine, Serves.UNDECIDED if undecided else Serves.STOPS, True, column,
+                        row.status, row.message, row=row)
 
 
 def _with_compile(verdict: ServeVerdict, cells: dict[str, CellVerdict]) -> ServeVerdict:
@@ -181,6 +222,8 @@ class EngineTally:
     stopped: tuple[ServeVerdict, ...]
     undecided: tuple[ServeVerdict, ...]
     compiled: tuple[str, ...] | None  # of `served`, the types that compile; None: not checked
+    native: tuple[str, ...] = ()  # of `served`, the types the engine's own class serves (serves rows)
+    whole: bool = False  # read from the engine's whole answer (serves rows), not the backend's gates
 
     @property
     def total(self) -> int:
@@ -191,6 +234,8 @@ class EngineTally:
         installed one for the engine's own code, which validation holds to the followed release;
         the followed one for the emulation)."""
         version = self.engine.version if self.own else self.engine.follows
+        if self.whole:
+            return f"{self.engine.title} {version} (own code{', native or Transformers backend' if first else ''})"
         source = "own code" if self.own else "emulated"
         return f"{self.engine.title} {version} ({'Transformers backend, ' if first else ''}{source})"
 
@@ -207,7 +252,9 @@ class EngineTally:
         the first engine of a line."""
         served = len(self.served)
         text = f"would serve {served} of {self.total} model types" if first else str(served)
-        notes = [*((f"{len(self.compiled)} of them compile",) if self.compiled is not None else ()),
+        notes = [*((f"{len(self.native)} native, {served - len(self.native)} by the Transformers backend",)
+                   if self.whole and served else ()),
+                 *((f"{len(self.compiled)} of them compile",) if self.compiled is not None else ()),
                  *((f"{len(self.undecided)} undecided",) if self.undecided else ())]
         return text + (f" ({'; '.join(notes)})" if notes else "")
 
@@ -258,7 +305,8 @@ def _tally(group: Sequence[ServeVerdict]) -> EngineTally:
         engine=group[0].engine, own=group[0].own, served=served,
         stopped=tuple(v for v in group if v.serves is Serves.STOPS),
         undecided=tuple(v for v in group if v.serves is Serves.UNDECIDED),
-        compiled=tuple(v.model_type for v in checked if v.compiles is Compiles.YES) if checked else None)
+        compiled=tuple(v.model_type for v in checked if v.compiles is Compiles.YES) if checked else None,
+        native=tuple(v.model_type for v in group if v.native), whole=any(v.whole for v in group))
 
 
 @dataclass(frozen=True)

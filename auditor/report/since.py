@@ -4,15 +4,18 @@ The nightly gate's reading (auditor.report.nightly) without a baseline: a *new f
 finding whose cell passed, or was absent, in the earlier run; *fixed* is a pass whose cell was a
 finding; *flaky* is a cell that failed and passed on a rerun. Reports show it right after the
 verdicts (a report answers what changed before it lists), when they are given an earlier run.
-Pure: runs in, a NightlyGate out.
+
+Which run is the earlier one is a rule of this module too (`same_environment`): a reports folder
+may hold the nightly runs of several Pythons, releases or labels side by side, and a run compared
+with another environment's would list every difference between the environments as a change.
+Pure: runs in, a NightlyGate out (report/files.py reads the reports folder).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 
-from auditor.core.results import RESULTS_FILE, Run
+from auditor.core.results import Run, RunInfo
 from auditor.report.nightly import NightlyGate, nightly_gate
 
 SHOWN = 10  # cells listed per kind of change; the diff (`auditor diff`) has them all
@@ -25,10 +28,13 @@ def since(runs: Sequence[Run], previous: Run | None) -> NightlyGate | None:
     return nightly_gate(runs[0], previous)
 
 
-def earlier_run(run_dir: Path) -> Path | None:
-    """The run directory before `run_dir` in the same reports folder: the sibling with a
-    results.jsonl whose name sorts last before it (run ids are UTC times); None when none is."""
-    run_dir = Path(run_dir).resolve()
-    siblings = sorted(d for d in run_dir.parent.iterdir()
-                      if d.is_dir() and d.name < run_dir.name and (d / RESULTS_FILE).is_file())
-    return siblings[-1] if siblings else None
+def same_environment(info: RunInfo, other: RunInfo) -> bool:
+    """Whether a run of `other`'s header is one a run of `info`'s may be compared with: the same
+    Python (minor), torch, transformers, installed serving engines, label, and shard (a shard of
+    a split sweep holds other model types than the next shard's)."""
+    return _environment(info) == _environment(other)
+
+
+def _environment(info: RunInfo) -> tuple:
+    return (info.python_minor, info.torch, info.transformers, tuple(sorted(info.installed_engines.items())),
+            info.label, info.shard)

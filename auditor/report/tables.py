@@ -61,13 +61,14 @@ def matrix_frame(runs: Sequence[Run]) -> pd.DataFrame:
 
 
 # serve.csv's fields of each engine, for scripts: `serve/<engine>/<field>`.
-SERVE_FIELDS = ("verdict", "gate", "signature", "fault", "message")
+SERVE_FIELDS = ("verdict", "path", "gate", "signature", "fault", "message")
 
 
 def serve_frame(runs: Sequence[Run]) -> pd.DataFrame:
     """serve.csv: one row per model type (and environment, when several), per engine the runs
     recorded `serve/<engine>` (its verdict as a sentence: "servable", "stops at <gate>: <message>"),
-    the same in fields for scripts (`serve/<engine>/verdict`: servable, stops or undecided; `/gate`,
+    the same in fields for scripts (`serve/<engine>/verdict`: servable, stops or undecided; `/path`:
+    how the engine's own answer serves it, "native X" or "Transformers backend (X)"; `/gate`,
     `/signature`: the stop's cause, `/fault`, `/message`) and, where the run compiled with that
     engine's semantics, `serve/<engine>/compile`."""
     found = verdicts(runs)
@@ -81,7 +82,7 @@ def serve_frame(runs: Sequence[Run]) -> pd.DataFrame:
         row = rows.setdefault((v.environment, v.model_type), {"environment": v.environment, "model_type": v.model_type})
         head = f"serve/{v.engine.name}"
         row[head] = v.text
-        fields = (str(v.serves), v.gate, v.signature if v.gate else "", v.fault, v.message)
+        fields = (str(v.serves), v.path, v.gate, v.signature if v.gate else "", v.fault, v.message)
         row.update({f"{head}/{name}": value for name, value in zip(SERVE_FIELDS, fields, strict=True)})
         if v.engine.name in compiled:
             row[f"{head}/compile"] = v.compile_text

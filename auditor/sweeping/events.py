@@ -4,9 +4,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from auditor.core.results import RESULTS_FILE, Result, Run
 from auditor.sweeping.validate import WORKER_LOG
+
+if TYPE_CHECKING:
+    from auditor.report.files import Earlier
 
 
 class SweepEvents:
@@ -38,6 +42,15 @@ class SweepOutcome:
     total: int  # model types this call had to run (a resume skips the ones done before)
     seconds: float
     gate_hits: tuple = ()  # auditor.report.gate.GateHit, one per cell a fail_on rule matched
+    # The run report.html and summary.md say what changed since (--against, or the newest of the
+    # same environment before it in the reports folder), and the siblings that could not be read.
+    earlier: Earlier | None = None
+    engine_runs: tuple[Run, ...] = ()  # the runs of `--engine`'s venvs (OUTPUT/engines/*), in its order
+
+    @property
+    def previous(self) -> Run | None:
+        """The earlier run the reports were compared with; None when there was none."""
+        return self.earlier.run if self.earlier is not None else None
 
     @property
     def results_path(self) -> Path:

@@ -139,6 +139,12 @@ OPTIONS: tuple[Option, ...] = (
            experiment="a build per policy", spelled=Spelled.GIVEN,
            help="one real meta build per policy and component instead of one recorded build "
                 "shared by the project's own policies (slower; the results are the same)"),
+    Option("engines", ("--engine",), Kind.PATHS, group="checks", default=(), metavar="NAME[==VERSION]",
+           spelled=Spelled.GIVEN,
+           help="also run this serving engine's own code (repeatable): NAME==VERSION in a venv of its own "
+                "(made or reused, with the transformers under audit) swept into OUTPUT/engines/NAME-VERSION "
+                "and reported beside this run; NAME alone, or the version installed here, in this sweep. "
+                "A release that does not exist, or that excludes this transformers, exits 2 before any install"),
     Option("jobs", ("--jobs", "-j"), Kind.INT, group="execution", factory=_cores, spelled=Spelled.ALWAYS,
            sides=True, help="worker processes (default: the number of cores)"),
     Option("timeout", ("--timeout",), Kind.FLOAT, group="execution", default=DEFAULT_TIMEOUT,
@@ -185,6 +191,9 @@ OPTIONS: tuple[Option, ...] = (
     Option("markdown", ("--markdown",), Kind.PATH, group="output", metavar="FILE",
            help="also write the Markdown summary here, e.g. $GITHUB_STEP_SUMMARY "
                 "(summary.md is always written next to report.html)"),
+    Option("against", ("--against",), Kind.PATH, group="output", metavar="RUN",
+           help="an earlier run: report.html, summary.md and the end summary say what changed since it (default: "
+                "the newest run of the same environment before this one in the same reports folder)"),
     Option("fail_on", ("--fail-on",), Kind.PATHS, group="gating", default=(), metavar="[COLUMN_GLOB=]STATUS,...",
            request=False,
            help="exit 1 when any cell has one of these statuses, e.g. refused,check-error, or "

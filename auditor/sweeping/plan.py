@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # kept out of import time: the CLI's parser imports the sweep's modules
     from auditor.checks import Check, Options
+    from auditor.core.results import Run
     from auditor.executors.pool import PoolSettings
     from auditor.sweeping.options import SweepRequest
 
@@ -23,6 +24,7 @@ class SweepPlan:
     options: Options  # what the checks need to know, sent to every worker
     settings: PoolSettings  # the local pool's limits
     outdir: Path
+    against: Run | None = None  # --against's run, read before any work
 
     @property
     def runs_models(self) -> bool:

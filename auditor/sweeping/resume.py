@@ -35,7 +35,9 @@ def header(plan: SweepPlan):
     return probe(request.command or command_line(request, plan.outdir),
                  device=describe_device(request.device) if plan.runs_models else "meta",
                  checks=request.checks, label=request.label, shard=shard_text(request.shard),
-                 experiment=experiment(plan), engines=tuple(engine.record() for engine in engines.all()))
+                 experiment=experiment(plan),
+                 engines=tuple(engine.record(own=engine.runs_own_code(request.checks, request.policies))
+                               for engine in engines.all()))
 
 
 def engine_notes(info) -> list[str]:
@@ -47,6 +49,7 @@ def engine_notes(info) -> list[str]:
     if not info.engines:
         return []
     notes = [f"Serving engines: {info.engine_versions}"]
+    notes += [f"{e.title}'s own code runs under an environment shim: {shim}" for e in info.engines for shim in e.shims]
     return notes + [note for engine in engines.all() if (note := engine.release_note())]
 
 

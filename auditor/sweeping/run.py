@@ -48,7 +48,14 @@ def sweep(output: str | os.PathLike | None = None, *, events: SweepEvents | None
 
 def run_request(request: SweepRequest, events: SweepEvents, rules: tuple = (), expected=None) -> SweepOutcome:
     """The steps of a sweep, in order; the executor starts before the selection, so that its
-    workers import torch and transformers while the parent discovers the model types."""
+    workers import torch and transformers while the parent discovers the model types. The
+    engines of `--engine` run from a layer above (auditor.upgrade.engine_sweeps, which makes
+    their venvs): a request naming them is refused here."""
+    if request.engines:
+        from auditor.core.errors import InputError
+
+        raise InputError("--engine needs its venvs made: use auditor.sweep() or "
+                         "auditor.upgrade.engine_sweeps.sweep_with_engines, not sweeping.run_request")
     plan = validate(request)
     _prepare(plan, events)
     start = time.monotonic()
@@ -63,7 +70,7 @@ def run_request(request: SweepRequest, events: SweepEvents, rules: tuple = (), e
         todo = [case for case in selected if case.model_type not in already]
         if not resumed:  # a new run (or --overwrite): a new log; --resume appends to the old one
             (plan.outdir / WORKER_LOG).unlink(missing_ok=True)
-        tables = Tables(plan.outdir, expected)
+        tables = Tables(plan.outdir, expected, plan.against)
         done, stopped = write_rows(executor, todo, path, info, tables, plan, events, append=resumed,
                                    selected=selected)
     return _finish(plan, tables, (done, len(todo), stopped), time.monotonic() - start, (rules, expected))
@@ -92,7 +99,7 @@ def _finish(plan: SweepPlan, tables: Tables, progress: tuple[int, int, str], sec
     run, files = None, ()
     try:
         run, files = tables.finish()
-        files += tuple(extra_files(run, plan.request.junit, plan.request.markdown, expected))
+        files += tuple(extra_files(run, plan.request.junit, plan.request.markdown, expected, tables.previous))
     except OSError as exc:
         stopped = stopped or f"cannot write the tables and report in {plan.outdir}: {exc.strerror or exc}"
     kept = dict(results_path=path, done=done, total=total, run=run,
@@ -102,7 +109,7 @@ def _finish(plan: SweepPlan, tables: Tables, progress: tuple[int, int, str], sec
     if stopped:
         raise RunStopped(stopped, **kept)
     return SweepOutcome(run=run, outdir=plan.outdir, files=files, done=done, total=total,
-                        seconds=seconds, gate_hits=_gate(run, rules, expected))
+                        seconds=seconds, gate_hits=_gate(run, rules, expected), earlier=tables.earlier)
 
 
 def _gate(run, rules: tuple, expected) -> tuple:

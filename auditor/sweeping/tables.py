@@ -1,12 +1,18 @@
 """The tables step: results.csv, matrix.csv, report.html, summary.md and serve.csv from results.jsonl, and
-the JUnit XML and Markdown files a request asks for."""
+the JUnit XML and Markdown files a request asks for; report.html and summary.md say what changed
+since the earlier run (`--against`, else the newest run of the same environment before this one in
+the reports folder: auditor.report.files.earlier_run)."""
 
 from __future__ import annotations
 
 import concurrent.futures
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from auditor.core.results import Run, read_run
+
+if TYPE_CHECKING:  # the report layer is imported when the tables are made, not with the parser
+    from auditor.report.files import Earlier
 
 
 class Tables:
@@ -18,9 +24,15 @@ class Tables:
     `finish()` instead, from every row there is.
     """
 
-    def __init__(self, outdir: Path, expected=None) -> None:
+    def __init__(self, outdir: Path, expected=None, against: Run | None = None) -> None:
         self.outdir = outdir
         self.expected = expected  # an expected baseline: report.html and summary.md relabel its failures
+        # The run they say what changed since: `against`, else looked up when they are first made.
+        self.earlier: Earlier | None = None
+        if against is not None:
+            from auditor.report.files import Earlier
+
+            self.earlier = Earlier(against)
         self._thread: concurrent.futures.ThreadPoolExecutor | None = None
         self._future: concurrent.futures.Future | None = None
         self._stale = False
@@ -30,7 +42,7 @@ class Tables:
             self._stale = True  # more rows after the start: made again in finish()
         elif last:
             self._thread = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="auditor-tables")
-            self._future = self._thread.submit(write_tables, self.outdir, self.expected)
+            self._future = self._thread.submit(self._write)
 
     def finish(self) -> tuple[Run, tuple[Path, ...]]:
         """Wait for (or make) the tables; the run they were made of and the files written."""
@@ -38,18 +50,33 @@ class Tables:
             self._thread.shutdown()  # waits for it
             if not self._stale:
                 return self._future.result()  # raises what writing them raised
-        return write_tables(self.outdir, self.expected)
+        return self._write()
+
+    @property
+    def previous(self) -> Run | None:
+        """The earlier run the tables were compared with (None: none, or not made yet)."""
+        return self.earlier.run if self.earlier is not None else None
+
+    def _write(self) -> tuple[Run, tuple[Path, ...]]:
+        # One at a time: the thread's, then (after it is waited for) finish()'s.
+        run = read_run(self.outdir)
+        if self.earlier is None:
+            from auditor.report.files import earlier_run
+
+            self.earlier = earlier_run(run)
+        return run, write_tables(run, self.outdir, self.expected, self.previous)
 
 
-def write_tables(outdir: Path, expected=None) -> tuple[Run, tuple[Path, ...]]:
-    """results.csv, matrix.csv, report.html, summary.md and serve.csv from everything in results.jsonl."""
+def write_tables(run: Run, outdir: Path, expected=None, previous: Run | None = None) -> tuple[Path, ...]:
+    """results.csv, matrix.csv, report.html, summary.md and serve.csv of `run`; `previous`: the
+    earlier run report.html and summary.md say what changed since."""
     from auditor.report import write_report
 
-    run = read_run(outdir)
-    return run, tuple(write_report([run], outdir, expected))
+    return tuple(write_report([run], outdir, expected, previous))
 
 
-def extra_files(run: Run, junit: Path | None, markdown: Path | None, expected=None) -> list[Path]:
+def extra_files(run: Run, junit: Path | None, markdown: Path | None, expected=None,
+                previous: Run | None = None) -> list[Path]:
     """The JUnit XML and the Markdown summary, where the request asked for them."""
     from auditor.report import write_junit, write_summary
 
@@ -57,5 +84,5 @@ def extra_files(run: Run, junit: Path | None, markdown: Path | None, expected=No
     if junit is not None:
         paths.append(write_junit([run], junit, expected))
     if markdown is not None:
-        paths.append(write_summary([run], markdown, expected))
+        paths.append(write_summary([run], markdown, expected, previous))
     return paths

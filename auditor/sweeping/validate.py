@@ -16,7 +16,7 @@ from pathlib import Path
 
 from auditor.core.errors import InputError
 from auditor.core.hints import install_command, install_hint
-from auditor.core.results import RESULTS_FILE
+from auditor.core.results import RESULTS_FILE, Run, read_run
 from auditor.sweeping.options import BY_NAME, OPTIONS, SweepRequest, listed
 from auditor.sweeping.plan import SweepPlan
 
@@ -58,7 +58,8 @@ def validate(request: SweepRequest) -> SweepPlan:
         max_tasks_per_worker=max(0, request.max_tasks_per_worker),
         log_file=str(outdir / WORKER_LOG),
     )
-    return SweepPlan(request=request, checks=checks, options=options, settings=settings, outdir=outdir)
+    return SweepPlan(request=request, checks=checks, options=options, settings=settings, outdir=outdir,
+                     against=_against(request.against))
 
 
 def _resolved_checks(names: Sequence[str]) -> tuple:
@@ -99,6 +100,16 @@ def _check_outputs(request: SweepRequest, outdir: Path) -> None:
         path = getattr(request, option.name)
         if path is not None:
             _check_writable(path.parent, f"{option.flag} {path}")
+
+
+def _against(path: Path | None) -> Run | None:
+    """The run of --against, read now: one that cannot be read refuses the sweep before any work."""
+    if path is None:
+        return None
+    try:
+        return read_run(path)
+    except InputError as exc:
+        raise InputError(f"{BY_NAME['against'].flag} {path}: {exc}") from None
 
 
 def _check_transformers() -> None:

@@ -125,5 +125,17 @@ def _index_requires(name: str, version: str) -> list[str]:
     try:
         return list(json.loads(proc.stdout)["install"][0]["metadata"].get("requires_dist", []))
     except (ValueError, KeyError, IndexError):
+        if "No matching distribution found" in proc.stderr:
+            raise EngineSpecError(f"{name}=={version} is not a release on the package index"
+                                  f"{_newest(proc.stderr)}") from None
         raise EngineSpecError(f"cannot read the requirements of {name}=={version} from the package index: "
                               f"{proc.stderr.strip()[-300:] or 'pip said nothing'}") from None
+
+
+def _newest(stderr: str) -> str:
+    """`; its newest: 0.32.0, 0.33.0, 0.34.0` from pip's "(from versions: ...)", or ""."""
+    import re
+
+    found = re.search(r"\(from versions: ([^)]*)\)", stderr)
+    versions = [v.strip() for v in found.group(1).split(",") if v.strip()] if found else []
+    return f"; its newest: {', '.join(versions[-3:])}" if versions and versions != ["none"] else ""

@@ -16,15 +16,18 @@ pytest.importorskip("vllm", reason="vLLM is not installed (pip install 'model-sw
 pytestmark = pytest.mark.slow
 
 TYPES = ("llama", "gemma", "mixtral", "bloom", "t5")
+SWEPT: dict = {}  # the module's sweep: its run directory and what it printed
 
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory):
     out = tmp_path_factory.mktemp("serves") / "run"
-    run = run_auditor("sweep", "--models", ",".join(TYPES), "--checks", "serves", "-o", str(out),
-                      env={"VLLM_TARGET_DEVICE": os.environ.get("VLLM_TARGET_DEVICE", "cpu")})
+    # `--engine vllm`: the vLLM installed here, in this sweep (its serves check and policy added)
+    run = run_auditor("sweep", "--engine", "vllm", "--models", ",".join(TYPES), "--checks", "serves",
+                      "-o", str(out), env={"VLLM_TARGET_DEVICE": os.environ.get("VLLM_TARGET_DEVICE", "cpu")})
     assert run.returncode in (0, 1), run.stderr[-2000:]
     header, rows = read_rows(out)
+    SWEPT.update(out=out, stderr=run.stderr)
     return header, {row["model_type"]: row for row in rows if row["check"] == "serves"}
 
 
@@ -60,3 +63,34 @@ def test_a_stop_is_attributed_and_the_shims_are_named(served):
     assert engines["vllm"]["version"] != "emulated"
     for row in rows.values():
         assert row["extras"].get("engine_version", engines["vllm"]["version"]) == engines["vllm"]["version"]
+
+
+def test_the_engine_here_adds_its_policy_and_the_header_names_its_shims(served):
+    from auditor.engines.vllm import shims
+
+    header, rows = served
+    assert "vllm" in header["run"]["experiment"]["policies"]
+    (vllm,) = [e for e in header["run"]["engines"] if e["name"] == "vllm"]
+    if shims.needed():  # an x86 CPU without Triton for CPUs: vLLM 0.34.0's platform refuses it unshimmed
+        assert vllm["shims"] == [f"triton-cpu: {shims.NAMES['triton-cpu']}"]
+        assert "vLLM's own code runs under an environment shim: triton-cpu" in SWEPT["stderr"]
+        assert rows["llama"]["extras"]["shims"] == ["triton-cpu"]
+        assert "shims: triton-cpu" in (SWEPT["out"] / "report.html").read_text()
+    else:
+        assert "shims" not in vllm
+
+
+def test_serve_vllm_is_the_engines_whole_answer(served):
+    import csv
+
+    header, rows = served
+    table = {row["model_type"]: row for row in csv.DictReader((SWEPT["out"] / "serve.csv").open())}
+    assert table["llama"]["serve/vllm"] == "servable: native LlamaForCausalLM"
+    assert table["llama"]["serve/vllm/path"] == "native LlamaForCausalLM"
+    assert table["mixtral"]["serve/vllm/verdict"] == "undecided" and table["mixtral"]["serve/vllm/fault"] == "environment"
+    assert table["t5"]["serve/vllm"] == f"stops at serves/vllm: {rows['t5']['message']}"
+    native = sum(1 for r in rows.values() if r["status"] == "build" and r["extras"]["impl"] == "native")
+    served_types = sum(1 for r in rows.values() if r["status"] == "build")
+    version = next(e["version"] for e in header["run"]["engines"] if e["name"] == "vllm")
+    assert (f"vLLM {version} (own code, native or Transformers backend) would serve {served_types} of {len(TYPES)} "
+            f"model types ({native} native, {served_types - native} by the Transformers backend") in SWEPT["stderr"]

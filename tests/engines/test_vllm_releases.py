@@ -57,3 +57,22 @@ def test_the_installed_releases_record_matches_vllms_own_tables():
     source = inspect.getsourcefile(hf_config).replace(os.sep, "/")
     assert source.endswith(path)
     assert "num_attention_heads" in open(source).read().splitlines()[int(line) - 1]
+
+
+@pytest.mark.skipif(not HAS_VLLM, reason="needs vLLM installed: its METADATA is what is read")
+def test_the_requirement_of_the_installed_vllm_is_read_from_its_metadata_and_is_its_records(tmp_path):
+    """What `--engine vllm` (upgrade-check's, the sweep's) reads for the installed release: its own
+    Requires-Dist, equal to what the release record copied (moved here from the upgrade tests,
+    which looked for a venv at a fixed path)."""
+    from importlib import metadata
+
+    from auditor.upgrade.engines import EngineSpec, transformers_requirement
+
+    version = metadata.version("vllm")
+    found = transformers_requirement("vllm", version, tmp_path)  # the installed METADATA: no index asked
+    record = releases.followed()
+    if record.version == version:
+        assert found == record.transformers
+    spec = EngineSpec("vllm", version, found)
+    assert not spec.excludes(metadata.version("transformers"))  # this venv's own pair
+    assert spec.excludes("5.16.0")

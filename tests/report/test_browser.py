@@ -206,3 +206,142 @@ def test_backend_columns_follow_each_engines_gate_order_and_each_engine_has_a_ve
     page.locator("#matrix tr[data-model='bloom'] td[data-s='unsupported']").click()
     assert page.inner_text("#d-col") == "backend/registry" and page.inner_text("#d-message") == "no backend class"
     assert page.locator("#glossary dt", has_text="fixed-no-config-skip").count() == 1
+
+
+@pytest.fixture(scope="module")
+def stops_report(tmp_path_factory):
+    """A run whose two engines stop types at several gates with several causes, one undecided,
+    and findings of three faults: its report.html and its run as read back."""
+    from dataclasses import replace
+
+    from auditor import engines
+    from auditor.core.results import read_run
+    from tests.report.helpers import result, write_run
+
+    vllm, sglang = engines.get("vllm").record(), engines.get("sglang").record()
+    stops = {  # model type -> {gate: (status, message)}; every other gate of both engines passes
+        "bloom": {"registry": ("unsupported", "ValueError: no backend class for BloomForCausalLM")},
+        "t5": {"registry": ("unsupported", "ValueError: no backend class for T5Model"),
+               "sglang/registry": ("unsupported", "KeyError: T5Model is not in the registry")},
+        "gpt2": {"tp-plan": ("unsupported", "ValueError: Unsupported TP style 'colwise_rep'")},
+        "opt": {"tp-plan": ("timeout", "timeout after 300 s"), "sglang/attention": ("refused", "TypeError: no mask")},
+        "mamba": {"attention": ("unsupported", "ValueError: no attention layers")},
+    }
+    rows = []
+    for model_type in ("bert", "bloom", "gpt2", "llama", "mamba", "opt", "t5"):
+        rows.append(result(model_type, "error" if model_type == "mamba" else "build", message="ValueError: bad config"))
+        for gate in (*vllm.gates, *sglang.gates):
+            status, message = stops.get(model_type, {}).get(gate, ("build", ""))
+            rows.append(result(model_type, status, check="backend", component=gate, message=message))
+    rows.append(replace(result("llama", "refused", check="decorate", component="decoder", policy="legacy"),
+                        fault="engine/model"))
+    run = write_run(tmp_path_factory.mktemp("stops") / "run", rows, engines=(vllm, sglang))
+    out = make_report(tmp_path_factory.mktemp("stops-report"), [run / "results.jsonl"])
+    return out / "report.html", read_run(run)
+
+
+def test_choosing_an_engines_verdict_shows_the_types_it_gives_that_verdict(page, stops_report):
+    from auditor.report.serve import verdicts
+
+    html, run = stops_report
+    found = verdicts([run])
+    page.goto(html.as_uri())
+    engine_names = list(dict.fromkeys(v.engine.name for v in found))
+    assert page.locator(".verdict-filter").count() == len(engine_names) == 2
+    seen = set()
+    for index, name in enumerate(engine_names):
+        select = f".verdict-filter[data-engine='{index}']"
+        for value in page.eval_on_selector_all(f"{select} option", "os => os.map(o => o.value)")[1:]:
+            page.select_option(select, value)
+            wanted = sorted(v.model_type for v in found if v.engine.name == name and v.serves.value == value)
+            assert visible_models(page) == wanted, (name, value)
+            assert page.inner_text("#shown") == f"showing {len(wanted)} of 7 model types"
+            seen.add(value)
+        page.select_option(select, "")
+    assert seen == {"servable", "stops", "undecided"}
+    assert len(visible_models(page)) == 7
+    # Two engines' filters together: the types both stop.
+    page.select_option(".verdict-filter[data-engine='0']", "stops")
+    page.select_option(".verdict-filter[data-engine='1']", "stops")
+    assert visible_models(page) == ["t5"]
+    page.click("#clear-filters")
+    assert len(visible_models(page)) == 7
+
+
+def test_clicking_a_cause_of_where_types_stop_shows_its_types(page, stops_report):
+    from auditor.report.serve import headlines, verdicts, where_stopped
+
+    html, run = stops_report
+    expected = [(t.engine.name, g.gate, cause, sorted(types)) for h in headlines(verdicts([run])) for t in h.tallies
+                for g in where_stopped(t) for cause, types in g.causes[:3]]
+    page.goto(html.as_uri())
+    causes = page.locator("table.where-stop a.cause")
+    assert causes.count() == len(expected) >= 5
+    page.fill("#filter", "zzz")  # a filter left over: the click shows the cause's types all the same
+    for i, (engine, gate, cause, types) in enumerate(expected):
+        link = causes.nth(i)
+        assert link.inner_text() == cause
+        assert link.evaluate("a => [a.closest('table').dataset.engine, a.closest('tr').dataset.gate]") == [engine, gate]
+        link.click()
+        assert visible_models(page) == types, cause
+        assert page.input_value("#cause-filter") == link.get_attribute("data-cause")
+        assert page.input_value("#filter") == ""
+    # The undecided type: its timeout is a cause of its own, under `undecided`.
+    assert ("vllm", "undecided", "timeout after 300 s", ["opt"]) in expected
+    # A slice of the bar picks the same types as its cause in the table.
+    page.locator(".stopbar[data-engine='sglang'] i[data-cause]").first.click()
+    assert visible_models(page) == next(types for engine, _, _, types in expected if engine == "sglang")
+    page.select_option("#cause-filter", "")
+    assert len(visible_models(page)) == 7
+
+
+def test_the_fault_filter_shows_the_rows_with_a_finding_of_that_fault(page, stops_report):
+    from auditor.core.outcome import Outcome
+    from auditor.report.matrix import build_matrix
+
+    html, run = stops_report
+    by_fault: dict[str, set[str]] = {}
+    for model_type, _, cell in build_matrix([run]).cells():
+        if cell.outcome is Outcome.FINDING:
+            by_fault.setdefault(cell.result.fault, set()).add(model_type)
+    assert set(by_fault) == {"model", "engine", "engine/model", "environment"}
+    page.goto(html.as_uri())
+    options = page.eval_on_selector_all("#fault-filter option", "os => os.map(o => [o.value, o.textContent])")
+    assert options[1:] == [[f, f"{f} ({len(by_fault[f])})"] for f in ("model", "engine", "engine/model", "environment")]
+    for fault, types in by_fault.items():
+        page.select_option("#fault-filter", fault)
+        assert visible_models(page) == sorted(types), fault
+    # Only the columns shown count: without the build column, mamba's model finding is gone.
+    page.select_option("#fault-filter", "model")
+    page.click(".columns-filter summary")
+    page.uncheck(".column-filter[value='0']")
+    assert visible_models(page) == []
+    page.check(".column-filter[value='0']")
+    # With a verdict: the types vLLM stops that have an engine finding (their stop's own cell).
+    page.select_option("#fault-filter", "engine")
+    page.select_option(".verdict-filter[data-engine='0']", "stops")
+    assert visible_models(page) == ["bloom", "gpt2", "mamba", "t5"]
+
+
+def test_a_cause_filters_a_merged_report_too(page, stops_report, tmp_path):
+    """Several environments: no verdict columns (nor their filters), and each environment's
+    causes pick its own types."""
+    from auditor.core.results import read_run
+    from auditor.report.serve import headlines, verdicts, where_stopped
+    from tests.report.helpers import write_run
+
+    _, run = stops_report
+    fixed = [r for r in run.results if not (r.model_type == "bloom" and r.column == "backend/registry")]
+    other = read_run(write_run(tmp_path / "py312", fixed, python="3.12.4", engines=run.info.engines))
+    out = make_report(tmp_path, [run.path, other.path])
+    page.goto((out / "report.html").as_uri())
+    assert page.locator(".verdict-filter").count() == 0 and page.locator("#matrix td.vd").count() == 0
+    expected = {(h.environment, t.engine.name, cause): sorted(types) for h in headlines(verdicts([run, other]))
+                for t in h.tallies for g in where_stopped(t) for cause, types in g.causes[:3]}
+    registry = "ValueError: no backend class for <Name>"
+    assert expected[(run.info.environment, "vllm", registry)] == ["bloom", "t5"]
+    assert expected[(other.info.environment, "vllm", registry)] == ["t5"]
+    for env in (run.info.environment, other.info.environment):
+        page.locator(f"p.verdict[data-env='{env}'] ~ table.where-stop[data-engine='vllm'] a.cause",
+                     has_text=registry).first.click()
+        assert visible_models(page) == expected[(env, "vllm", registry)], env

@@ -200,3 +200,43 @@ def test_python_dash_m_auditor_diff(runs):
     proc = subprocess.run([sys.executable, "-m", "auditor", "diff", str(base), str(new / "missing.jsonl")],
                           capture_output=True, text=True, cwd=REPO, timeout=120)
     assert proc.returncode == 2 and "auditor: error: cannot read" in proc.stderr
+
+
+def test_an_engine_upgrade_lists_the_verdicts_that_change_with_why(tmp_path):
+    """Crafted serves rows of two vLLM releases (real ones: the closing notes' 0.33.0 and 0.34.0
+    runs): a type that moves from the Transformers backend to a native class passes on both
+    sides (no cell change) and is a verdict change; one that stops constructing is a regression;
+    one that was undecided and is served now, a change of its own."""
+    from dataclasses import replace
+
+    from auditor import engines
+    from auditor.core.results import Result
+    from auditor.core.status import Status
+
+    def served(model_type, status, message, **extras):
+        return Result(model_type, "serves", Status(status), component="vllm", message=message, extras=extras,
+                      fault="" if status == "build" else ("environment" if status == "undecided" else "engine"))
+
+    backend = "servable: Transformers backend (TransformersForCausalLM)"
+    base_rows = [served("gemma", "build", backend, impl="Transformers backend"),
+                 served("llama", "build", "servable: native LlamaForCausalLM", impl="native"),
+                 served("phi", "build", backend, impl="Transformers backend"),
+                 served("bloom", "undecided", "copy out of meta tensor")]
+    new_rows = [served("gemma", "build", "servable: native GemmaForCausalLM", impl="native"),
+                served("llama", "build", "servable: native LlamaForCausalLM", impl="native"),
+                served("phi", "unsupported", "ValueError: phi is not supported"),
+                served("bloom", "build", "servable: native BloomForCausalLM", impl="native")]
+    record = engines.get("vllm").record()
+    base = read_run(write_run(tmp_path / "a", base_rows, checks=("serves",), engines=(replace(record, version="0.33.0"),)))
+    new = read_run(write_run(tmp_path / "b", new_rows, checks=("serves",), engines=(replace(record, version="0.34.0"),)))
+    diff = diff_runs(base, new)
+    found = {c.model_type: c for c in diff.verdicts}
+    assert set(found) == {"gemma", "phi", "bloom"}  # llama's verdict is the same
+    assert found["gemma"].why == "Transformers backend (TransformersForCausalLM) -> native GemmaForCausalLM"
+    assert found["phi"].regression and found["phi"].why == "now stops at serves/vllm (engine)"
+    assert found["bloom"].why == "served now (native BloomForCausalLM); was undecided at serves/vllm"
+    assert diff.verdicts[0].model_type == "phi"  # regressions first
+    assert "gemma" not in {c.model_type for c in (*diff.regressions, *diff.fixes, *diff.changed)}
+    assert "3 engine verdicts changed" in render_diff_markdown(diff)
+    assert "| gemma | vLLM | servable: Transformers backend (TransformersForCausalLM) |" in render_diff_markdown(diff)
+    assert 'id="verdicts"' in render_diff_html(diff)

@@ -230,3 +230,50 @@ def test_the_python_api_gives_the_same_verdicts(sweep):
     found = auditor.verdicts([outdir])
     assert [(v.model_type, v.text) for v in found] == [(v.model_type, v.text) for v in verdicts([read_run(outdir)])]
     assert {v.model_type for v in found if v.serves is Serves.SERVABLE} == {"llama", "gpt2"}
+
+
+def test_the_engines_whole_answer_decides_where_the_run_has_it(tmp_path):
+    """Crafted rows (the serves check needs vLLM: tests/engines/test_vllm_serves.py runs it for
+    real): where a type has a serves row, its verdict is that row's (native or the Transformers
+    backend, where it stops, or undecided for this machine's limit), not the backend gates';
+    a skipped serves row (no architecture to give the engine) leaves the backend's gates to answer."""
+    from dataclasses import replace
+
+    from auditor.core.results import Result
+    from auditor.core.status import Status
+
+    record = replace(engines.get("vllm").record(), version="0.34.0")
+
+    def served(model_type, status, message, fault="", **extras):
+        return Result(model_type, "serves", Status(status), component="vllm", message=message, fault=fault,
+                      extras=extras)
+
+    rows = [result(t, "build", check="backend", component="registry") for t in ("llama", "gemma", "bloom", "mixtral", "bert")]
+    rows += [result("opt", "unsupported", check="backend", component="registry", message="no backend class"),
+             served("llama", "build", "servable: native LlamaForCausalLM", impl="native", served="LlamaForCausalLM"),
+             served("gemma", "build", "servable: Transformers backend (TransformersForCausalLM)",
+                    impl="Transformers backend", served="TransformersForCausalLM"),
+             served("bloom", "undecided", "meta device: copy out of meta tensor", fault="environment"),
+             served("mixtral", "unsupported", "ValueError: Model architectures ['MixtralX'] are not supported",
+                    fault="engine"),
+             served("bert", "skipped", "no architecture")]
+    run = read_run(write_run(tmp_path / "run", rows, checks=("backend", "serves"), engines=(record,)))
+    found = {v.model_type: v for v in verdicts([run])}
+    assert found["llama"].text == "servable: native LlamaForCausalLM" and found["llama"].native
+    assert found["gemma"].text == "servable: Transformers backend (TransformersForCausalLM)"
+    assert not found["gemma"].native
+    assert found["bloom"].serves is Serves.UNDECIDED and found["bloom"].gate == "serves/vllm"
+    assert found["mixtral"].serves is Serves.STOPS and found["mixtral"].fault == "engine"
+    assert found["mixtral"].text.startswith("stops at serves/vllm: ValueError: Model architectures")
+    # no serves answer: the backend's gates decide, as without the engine
+    assert found["bert"].text == "servable" and not found["bert"].whole
+    assert found["opt"].text == "stops at backend/registry: no backend class"
+    (headline,) = headlines(tuple(found.values()))
+    assert headline.text == ("vLLM 0.34.0 (own code, native or Transformers backend) would serve 3 of 6 model "
+                             "types (1 native, 2 by the Transformers backend; 1 undecided)")
+    from auditor.report.tables import csv_text, serve_frame
+
+    table = {row["model_type"]: row for row in csv.DictReader(io.StringIO(csv_text(serve_frame([run]))))}
+    assert table["llama"]["serve/vllm"] == "servable: native LlamaForCausalLM"
+    assert table["llama"]["serve/vllm/path"] == "native LlamaForCausalLM"
+    assert table["bloom"]["serve/vllm/fault"] == "environment"

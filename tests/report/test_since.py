@@ -40,3 +40,46 @@ def test_the_first_run_and_against_name_what_to_compare_with(tmp_path):
     assert main(["report", str(reports / "20261201-020000"), "-o", str(out),
                  "--against", str(reports / "20261202-020000")]) == 0
     assert "#### Since 20261202-020000: 1 new finding, 1 fixed, 0 flaky" in (out / "summary.md").read_text()
+
+
+def test_the_run_before_is_the_newest_of_the_same_environment(tmp_path, capsys):
+    """Runs of another Python, transformers or label in the same folder are passed over, and so
+    is a run directory that cannot be read (with a warning): the report compares like with like."""
+    reports = _reports(tmp_path)  # 20261201-020000, 20261202-020000: both py3.11 tf5.24.0
+    write_run(reports / "20261202-030000", [result("llama", "error", signature="E: other python")], python="3.12.1")
+    write_run(reports / "20261202-040000", [result("llama", "error", signature="E: other tf")], transformers="5.23.0")
+    write_run(reports / "20261202-050000", [result("llama", "error", signature="E: labelled")], label="nightly-gpu")
+    (reports / "20261202-060000").mkdir()
+    (reports / "20261202-060000" / "results.jsonl").write_text("not a results file\n")
+    newest = write_run(reports / "20261203-020000", [result("llama", "build"), result("bert", "build"),
+                                                      result("gpt2", "error", signature="E: gpt2")])
+    assert main(["report", str(newest)]) == 0
+    assert "warning: not comparing with 20261202-060000" in capsys.readouterr().err
+    summary = (newest / "summary.md").read_text()
+    assert "#### Since 20261202-020000: 1 new finding, 1 fixed, 0 flaky" in summary  # gpt2 new, llama fixed
+    # A py3.12 run compares with the py3.12 run before it, not with the newer py3.11 ones.
+    py312 = write_run(reports / "20261204-020000", [result("llama", "build")], python="3.12.4")
+    assert main(["report", str(py312)]) == 0
+    assert "#### Since 20261202-030000: 0 new findings, 1 fixed, 0 flaky" in (py312 / "summary.md").read_text()
+
+
+def test_earlier_run_reads_only_the_headers_of_other_environments(tmp_path):
+    from auditor.core.results import read_run
+    from auditor.report.files import earlier_run
+
+    reports = tmp_path / "reports"
+    other = write_run(reports / "1", [result("llama", "build")], torch="2.12.0")
+    (other / "results.jsonl").write_text((other / "results.jsonl").read_text() + "{torn\n{\"kind\": 3}\n")
+    run = read_run(write_run(reports / "2", [result("llama", "build")]))
+    assert earlier_run(run).run is None and earlier_run(run).unreadable == ()  # its rows were never read
+    engines = (replace(_engine(), version="0.34.0"),)  # vLLM installed there: another environment
+    write_run(reports / "0", [result("llama", "build")], engines=engines)
+    assert earlier_run(run).run is None
+    write_run(reports / "00", [result("llama", "build")], engines=(_engine(),))  # emulated only: the same
+    assert earlier_run(run).run.path.parent.name == "00"
+
+
+def _engine():
+    from auditor import engines
+
+    return engines.get("vllm").record()

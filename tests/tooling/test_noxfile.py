@@ -25,7 +25,12 @@ def test_nox_list_shows_a_sweep_per_python_version_and_the_other_sessions():
     assert listing.returncode == 0, listing.stderr
     sessions = re.findall(r"^[*-] (\S+)", listing.stdout, flags=re.MULTILINE)
     assert [s for s in sessions if s.startswith("sweep-")] == [f"sweep-{v}" for v in PYTHONS]
-    assert {"report", "history", "upgrade_check(base)", "upgrade_check(new)", "vllm", "tests", "lint"} <= set(sessions)
+    assert {"report", "history", "upgrade_check(base)", "upgrade_check(new)", "tests", "lint"} <= set(sessions)
+    # one session per engine release the emulation has a record of
+    from auditor import engines
+
+    for name in ("vllm", "sglang"):
+        assert {f"{name}(release='{r.version}')" for r in engines.get(name).releases} <= set(sessions)
     assert re.search(r"^\* tests", listing.stdout, flags=re.MULTILINE)  # the default sessions
 
 

@@ -23,6 +23,7 @@ from auditor.engines.vllm import (
     own_compile,
     plans,
     releases,
+    shims,
 )
 
 
@@ -67,4 +68,5 @@ ENGINE = Engine(
                              positions=True, gated=True, opaque_attention=_opaque_attention),
     own_compiler=own_compile.own_compiler,
     serves=native.outcome,
+    shims=shims.needed,
 )

@@ -22,11 +22,12 @@ def config_class(model_type: str) -> type | None:
     return None if cls is own else cls
 
 
-# transformers_utils/config.py:122-175: the model types of transformers' mapping whose config
-# vLLM 0.33.0 reads with a class of its own (vllm/transformers_utils/configs/, not one of
-# transformers'), and what of that class model code building from it can meet beyond config.json's
-# fields: its name, its `attribute_map` and its parallel plans (checked against vLLM's classes in
-# tests/engines/test_vllm_constructor.py).
+# transformers_utils/config.py:122-175: the config classes of vLLM's own (vllm/transformers_utils/
+# configs/, not transformers') for model types of transformers' mapping, in any release the
+# emulation has a record of, and what of each class model code building from it can meet beyond
+# config.json's fields: its name, its `attribute_map` and its parallel plans. Which types a release
+# reads with them is its record's `own_config_types` (releases.py); both are checked against the
+# installed vLLM's classes in tests/engines/test_vllm_constructor.py.
 @dataclass(frozen=True)
 class OwnConfigClass:
     name: str
@@ -58,8 +59,8 @@ OWN_CONFIG_CLASSES: dict[str, OwnConfigClass] = {
 
 
 def as_vllm_reads(config, model_type: str):
-    """`config` as vLLM hands it to `AutoModel.from_config`, without vLLM: for a model type vLLM
-    reads with a class of its own (OWN_CONFIG_CLASSES), a config of a stand-in class with that
+    """`config` as vLLM hands it to `AutoModel.from_config`, without vLLM: for a model type the
+    followed release reads with a class of its own (its `own_config_types`, OWN_CONFIG_CLASSES), a config of a stand-in class with that
     class's name, aliases and plans, made from config.json's fields (vLLM's class keeps every
     field it does not name, as PreTrainedConfig does). What transformers' class adds beyond its
     fields (its own aliases: kimi_linear's `num_local_experts`) is gone, as it is in vLLM. A
@@ -67,7 +68,9 @@ def as_vllm_reads(config, model_type: str):
     which a flat stand-in cannot. Any other config is returned as it is."""
     from transformers import PretrainedConfig as PreTrainedConfig  # the name 4.x and 5.x both have
 
-    own = OWN_CONFIG_CLASSES.get(model_type)
+    from auditor.engines.vllm.releases import followed
+
+    own = OWN_CONFIG_CLASSES.get(model_type) if model_type in followed().own_config_types else None
     if own is None or getattr(config, "sub_configs", None):
         return config
     stand_in = type(own.name, (PreTrainedConfig,), {

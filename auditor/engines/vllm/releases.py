@@ -35,6 +35,9 @@ class VllmRelease(EngineRelease):
     floors: tuple[tuple[str, str], ...]
     model_floors: tuple[tuple[str, str, str], ...] = ()
     backend_native: tuple[str, ...] = ()  # architectures the registry sends to the backend, native or not
+    # The model types of transformers' mapping whose config this release reads with a class of its
+    # own (transformers_utils/config.py's _CONFIG_REGISTRY; the classes themselves: config.py)
+    own_config_types: tuple[str, ...] = ()
 
     def floor(self, feature: str) -> str:
         return dict(self.floors)[feature]
@@ -70,6 +73,7 @@ V0_33_0 = VllmRelease(
     suffixes=_SUFFIXES,
     num_experts=_NUM_EXPERTS,
     floors=(("video inputs", "5.18.0"), ("MTP", "5.20.0")),
+    own_config_types=("hy_v4", "inkling_mm_model", "kimi_linear", "minimax_m3_vl", "qwen3_asr"),
     citations={
         "backend classes": "model_executor/models/registry.py:784-830",
         "suffixes": "config/model.py:2340-2357",
@@ -96,6 +100,7 @@ V0_34_0 = VllmRelease(
     floors=V0_33_0.floors,
     model_floors=(("aria", "5.18.0", "Aria"),),
     backend_native=("GemmaForCausalLM", "OlmoeForCausalLM", "StableLmForCausalLM"),
+    own_config_types=("hy_v4", "inkling_mm_model", "kimi_linear"),
     citations={
         **V0_33_0.citations,
         "backend classes": "model_executor/models/registry.py:826-872",
@@ -116,6 +121,8 @@ V0_34_0 = VllmRelease(
         "layers.py: RMSNorm and GemmaRMSNorm resolve through hw_agnostic.resolve (same classes by default)",
         "registry.py: GemmaForCausalLM, OlmoeForCausalLM and StableLmForCausalLM go to the Transformers backend "
         "(the native column; the backend-only rows are the same)",
+        "transformers_utils/config.py: _CONFIG_REGISTRY no longer has minimax_m3_vl and qwen3_asr "
+        "(transformers' own classes read them)",
         "compilation/decorators.py: the compile cache's code factors (get_code_factors) replace its hash; "
         "traced files are Paths (the decorator's signature check is unchanged)",
     ),

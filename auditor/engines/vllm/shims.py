@@ -51,6 +51,12 @@ def config_shims() -> Iterator[tuple[str, ...]]:
         triton_utils.HAS_TRITON = False
 
 
+def needed() -> dict[str, str]:
+    """The shims vLLM's own code will need in this process (name -> what it stands in for): the
+    run header's (`Engine.shims`); imports vLLM's platform (about 3 s)."""
+    return {TRITON_CPU: NAMES[TRITON_CPU]} if _needs_triton_cpu() else {}
+
+
 def applied() -> dict:
     """Extras for a row computed in this process: the shims used, if any."""
     return {"shims": sorted(APPLIED)} if APPLIED else {}

@@ -1,0 +1,109 @@
+"""`auditor sweep --engine NAME==VERSION`: an engine's own code from a venv of its own, beside this run.
+
+The refusals are real: each release's transformers requirement is read from the package index
+(pip's metadata of vllm 0.33.0, sglang 0.5.23), and every one excludes the transformers of this
+venv (5.24), so they exit 2 before anything is made. The whole path (install, this sweep, the
+venv's sweep, one report of both) runs with the fake noxfile of the upgrade-check tests: a real
+engine venv is a 9 GB install, minutes beyond CI's budget (the closing notes record real runs),
+so its "install" logs a line and its "sweep" copies a prepared run whose header says vLLM 0.33.0
+ran it; this environment's sweep is real. An engine the venv takes is then given by its cached
+requirement (the test seam the venvs' cache is): no real release takes transformers 5.24.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from dataclasses import replace
+from importlib import metadata
+from pathlib import Path
+
+import pytest
+
+from auditor import engines
+from auditor.cli import main
+from auditor.core.results import Result, read_run
+from auditor.core.status import Status
+from auditor.upgrade import runner
+from tests.report.helpers import write_run
+from tests.tooling.test_upgrade_engines import FAKE_NOXFILE
+
+TRANSFORMERS = metadata.version("transformers")
+
+
+@pytest.fixture
+def home(tmp_path, monkeypatch):
+    """A venv home of the test's own; the fake noxfile; the current directory a scratch one."""
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "noxfile.py").write_text(FAKE_NOXFILE.read_text())
+    monkeypatch.setattr(runner, "NOXFILE", project / "noxfile.py")
+    monkeypatch.setenv("FAKE_UPGRADE_DIR", str(tmp_path))
+    monkeypatch.setenv("AUDITOR_VENVS", str(tmp_path / "venvs"))
+    monkeypatch.setenv("AUDITOR_INSTALLER", "pip")
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+@pytest.mark.parametrize(("engine", "message"), [
+    ("vllm==9.9.9", "vllm==9.9.9 is not a release on the package index; its newest: "),
+    ("vllm==0.33.0", f"transformers {TRANSFORMERS} (installed here, under audit) is outside what vllm 0.33.0 "
+                     "accepts: it requires transformers<5.21.0,>=5.16.1 (its Requires-Dist)"),
+    ("sglang==0.5.23", "it requires transformers==5.19.0 (its Requires-Dist)"),
+    ("sglong==1.0", "unknown engine; known: vllm, sglang"),
+])
+def test_a_release_that_cannot_serve_this_audit_exits_2_before_anything_is_made(home, capsys, engine, message):
+    if engine != "sglong==1.0" and TRANSFORMERS in ("5.19.0",):
+        pytest.skip("this transformers is one the engine takes")
+    assert main(["sweep", "--engine", engine, "--models", "gpt2", "--checks", "build", "-o", str(home / "out")]) == 2
+    assert message in capsys.readouterr().err
+    assert not (home / "out").exists() and not (home / "log.txt").exists()
+
+
+def test_an_engine_not_installed_here_needs_its_version(home, capsys):
+    if engines.get("vllm").installed:
+        pytest.skip("vLLM is installed here")
+    assert main(["sweep", "--engine", "vllm", "--models", "gpt2", "--checks", "build", "-o", str(home / "out")]) == 2
+    assert "--engine vllm: vllm is not installed here; name its version, such as vllm==0.33.0" in capsys.readouterr().err
+
+
+def _engine_run(home: Path) -> None:
+    """The run the fake venv's sweep hands back (new.jsonl): vLLM 0.33.0's own answer on gpt2 and llama."""
+    record = replace(engines.get("vllm").record(), version="0.33.0", follows="0.33.0")
+    rows = [Result("gpt2", "serves", Status.UNDECIDED, component="vllm", fault="environment",
+                   message="NotImplementedError: torch.ops._C.gelu_new: a kernel this wheel lacks on a CPU"),
+            Result("llama", "serves", Status.BUILD, component="vllm", message="servable: native LlamaForCausalLM",
+                   extras={"impl": "native", "served": "LlamaForCausalLM"})]
+    write_run(home / "prepared", rows, checks=("backend", "serves"), engines=(record,), transformers=TRANSFORMERS,
+              label="vLLM 0.33.0 (venv)")
+    (home / "new.jsonl").write_text((home / "prepared" / "results.jsonl").read_text())
+
+
+def test_the_venvs_own_code_rows_are_reported_beside_this_run(home, capsys):
+    cache = home / "venvs" / "engines" / "vllm-0.33.0.json"
+    cache.parent.mkdir(parents=True)
+    cache.write_text(json.dumps({"engine": "vllm==0.33.0", "transformers": ""}))  # takes any transformers
+    _engine_run(home)
+    out = home / "out"
+    code = main(["sweep", "--engine", "vllm==0.33.0", "--models", "gpt2,llama", "--checks", "build,backend",
+                 "--jobs", "2", "-o", str(out)])
+    err = capsys.readouterr().err
+    assert code == 0, err
+    log = (home / "log.txt").read_text().splitlines()
+    # installed first (before this sweep wrote anything), then swept with the checks of its own code
+    assert [line.split()[0] for line in log] == ["install", "sweep"]
+    assert log[0] == f"install new transformers=={TRANSFORMERS}"
+    sweep = log[1].split()
+    assert sweep[sweep.index("--checks") + 1] == "backend,serves" and sweep[sweep.index("--policies") + 1] == "vllm"
+    assert sweep[sweep.index("--output") + 1] == str((out / "engines" / "vllm-0.33.0").resolve())
+    # this environment's run is its own; the report holds both
+    assert {r.model_type for r in read_run(out).results} == {"gpt2", "llama"}
+    assert read_run(out / "engines" / "vllm-0.33.0").info.installed_engines["vllm"] == "0.33.0"
+    table = list(csv.DictReader(io.StringIO((out / "serve.csv").read_text())))
+    venv = {row["model_type"]: row for row in table if row["environment"] == "vLLM 0.33.0 (venv)"}
+    assert venv["llama"]["serve/vllm"] == "servable: native LlamaForCausalLM"
+    assert venv["gpt2"]["serve/vllm/verdict"] == "undecided" and venv["gpt2"]["serve/vllm/fault"] == "environment"
+    assert len({row["environment"] for row in table}) == 2
+    assert "vLLM 0.33.0 (venv): vLLM 0.33.0 (own code, native or Transformers backend) would serve 1 of 2" in err
+    assert "vLLM 0.33.0 (own code, native or Transformers backend)" in (out / "report.html").read_text()
