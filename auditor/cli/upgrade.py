@@ -18,6 +18,7 @@ from pathlib import Path
 
 from auditor.cli import EXIT_INTERRUPTED, EXIT_OK
 from auditor.cli.releases import PrintedEvents, add_engine_argument, print_dry_run
+from auditor.core.errors import InputError
 from auditor.sweeping.options import add_side_arguments
 from auditor.upgrade.check import WHAT, plan_check, run_check
 
@@ -27,11 +28,15 @@ def add_parser(subparsers) -> None:
                               description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--from", dest="base", required=True, metavar="VERSION_OR_PATH",
                    help="the transformers in use: a release, or a local wheel, sdist or source tree")
-    p.add_argument("--to", dest="new", required=True, metavar="VERSION_OR_PATH",
-                   help="the transformers to upgrade to")
+    p.add_argument("--to", dest="new", metavar="VERSION_OR_PATH",
+                   help="the transformers to upgrade to (default with --to-engine: the --from one)")
     sweep = p.add_argument_group("sweep options, the same for both sides (defaults: the sweep's)")
     add_side_arguments(sweep, ("models", "exclude", "checks", "policies", "jobs", "timeout"))
     add_engine_argument(sweep)
+    sweep.add_argument("--to-engine", dest="to_engines", action="append", default=[], metavar="NAME==VERSION",
+                       help="an engine upgrade: the new side gets this release in place of --engine's of that "
+                            "name, e.g. --engine vllm==0.33.0 --to-engine vllm==0.34.0 (with one transformers: "
+                            "--to defaults to --from); the diff lists the engine verdicts that change")
     out = p.add_argument_group("output")
     out.add_argument("--output", "-o", type=Path, metavar="OUTDIR",
                      help="where base/, new/ and the diff go (default: reports/upgrade-FROM-to-TO)")
@@ -45,9 +50,12 @@ def add_parser(subparsers) -> None:
 
 
 def run_upgrade_check(args: argparse.Namespace) -> int:
-    plan = plan_check(args.base, args.new, models=args.models, exclude=args.exclude, checks=args.checks,
+    if args.new is None and not args.to_engines:
+        raise InputError("upgrade-check needs --to (or --to-engine, for an engine upgrade)")
+    plan = plan_check(args.base, args.new if args.new is not None else args.base, models=args.models, exclude=args.exclude, checks=args.checks,
                       policies=args.policies, jobs=args.jobs, timeout=args.timeout, output=args.output,
-                      allow=args.allow, resume=args.resume, overwrite=args.overwrite, engines=args.engines)
+                      allow=args.allow, resume=args.resume, overwrite=args.overwrite, engines=args.engines,
+                      to_engines=args.to_engines)
     if args.dry_run:
         print_dry_run(plan.steps)
         return EXIT_OK

@@ -42,12 +42,13 @@ def plan_check(base: str, new: str, *, models: Sequence[str] = (), exclude: Sequ
                checks: str | None = None, policies: str | None = None, jobs: int | None = None,
                timeout: float | None = None, output: str | os.PathLike | None = None,
                allow: str | os.PathLike | None = None, resume: bool = False, overwrite: bool = False,
-               cwd: Path | None = None, engines: Sequence[str] = ()) -> UpgradePlan:
+               cwd: Path | None = None, engines: Sequence[str] = (), to_engines: Sequence[str] = ()) -> UpgradePlan:
     """The steps comparing transformers `base` and `new` (releases, or local wheels, sdists or
     source trees); `output` (relative to `cwd`) defaults to reports/upgrade-BASE-to-NEW. Options
     left None keep the sweep's defaults. `engines` ("vllm==0.33.0") are installed into both sides,
-    whose sweeps then also run the engines' own functions. Bad input (a side an engine excludes
-    among it) is an InputError, found before any venv is touched."""
+    whose sweeps then also run the engines' own functions; `to_engines` ("vllm==0.34.0") replace
+    those of the same name on the new side (an engine upgrade: `new` may then be `base`). Bad
+    input (a side an engine excludes among it) is an InputError, found before any venv is touched."""
     from auditor.sweeping.options import DEFAULT_CHECKS, DEFAULT_POLICIES
 
     runner.check_limits(jobs=jobs, timeout=timeout, resume=resume, overwrite=overwrite)
@@ -64,19 +65,43 @@ def plan_check(base: str, new: str, *, models: Sequence[str] = (), exclude: Sequ
     except UpgradeSpecError as exc:
         raise InputError(str(exc)) from None
     setup = runner.side_setup(WHAT, engines)
-    for spec, flag in ((base_spec, "--from"), (new_spec, "--to")):
-        runner.refuse_excluded(setup, spec.version, f"{spec.given} ({flag})")
+    new_setup = runner.side_setup(WHAT, _upgraded(engines, to_engines)) if to_engines else setup
+    for spec, flag, side in ((base_spec, "--from", setup), (new_spec, "--to", new_setup)):
+        runner.refuse_excluded(side, spec.version, f"{spec.given} ({flag})")
+    if runner.engine_policies(setup, policies) != runner.engine_policies(new_setup, policies):
+        raise InputError("--to-engine names an engine --engine does not: both sides must run the same checks")
     try:
-        outdir = cwd / (output if output is not None else default_outdir(base_spec, new_spec))
+        outdir = cwd / (output if output is not None else default_outdir(
+            base_spec, new_spec, base_engines=setup.engine_labels, new_engines=new_setup.engine_labels))
         return plan_upgrade(
             base_spec, new_spec, outdir=outdir, noxfile=runner.NOXFILE, nox=setup.nox,
             sweep=sweep_flags(models=models, exclude=exclude, checks=checks,
                               policies=runner.engine_policies(setup, policies), jobs=jobs, timeout=timeout),
             resume=resume, envdir=setup.home, env=setup.env,
-            engines=setup.engine_labels,
+            engines=setup.engine_labels, new_engines=new_setup.engine_labels, new_env=new_setup.env,
         )
     except UpgradeSpecError as exc:
         raise InputError(str(exc)) from None
+
+
+def _upgraded(engines: Sequence[str], to_engines: Sequence[str]) -> list[str]:
+    """--engine's list with each --to-engine in place of the one of its name; an InputError for a
+    --to-engine of an engine --engine does not name."""
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    def name(text: str) -> str:
+        try:
+            return Requirement(text).name.lower()
+        except InvalidRequirement:
+            raise InputError(f"--engine {text!r}: expected NAME==VERSION, such as vllm==0.34.0") from None
+
+    by_name = {name(text): text for text in engines}
+    for text in to_engines:
+        if name(text) not in by_name:
+            raise InputError(f"--to-engine {text}: give the engine's release on the base side too "
+                             f"(--engine {name(text)}==VERSION)")
+        by_name[name(text)] = text
+    return list(by_name.values())
 
 
 def _read_allow_list(path: Path) -> None:

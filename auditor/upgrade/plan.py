@@ -145,8 +145,15 @@ def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._+-]+", "_", text).strip("_") or "local"
 
 
-def default_outdir(base: Transformers, new: Transformers, reports: Path = Path("reports")) -> Path:
-    return reports / f"upgrade-{base.slug}-to-{new.slug}"
+def default_outdir(base: Transformers, new: Transformers, reports: Path = Path("reports"),
+                   base_engines: Sequence[str] = (), new_engines: Sequence[str] = ()) -> Path:
+    """reports/upgrade-5.17.0-to-5.18.0; where the engines differ (`--to-engine`), each side's are
+    in its part too: upgrade-5.18.0-vllm-0.33.0-to-5.18.0-vllm-0.34.0."""
+    if tuple(base_engines) == tuple(new_engines):
+        return reports / f"upgrade-{base.slug}-to-{new.slug}"
+    parts = ["-".join([spec.slug, *(_slug(e.replace(" ", "-")) for e in engines)])
+             for spec, engines in ((base, base_engines), (new, new_engines))]
+    return reports / f"upgrade-{parts[0]}-to-{parts[1]}"
 
 
 def sweep_flags(*, models: Sequence[str] = (), exclude: Sequence[str] = (), checks: str | None = None,
@@ -165,23 +172,28 @@ def side_run_flags(outdir: Path, label: str, *, resume: bool) -> list[str]:
 
 def plan_upgrade(base: Transformers, new: Transformers, *, outdir: Path, noxfile: Path,
                  nox: Sequence[str], sweep: Sequence[str] = (), resume: bool = False, envdir: Path | None = None,
-                 env: Mapping[str, str] | None = None, engines: Sequence[str] = ()) -> UpgradePlan:
+                 env: Mapping[str, str] | None = None, engines: Sequence[str] = (),
+                 new_engines: Sequence[str] | None = None, new_env: Mapping[str, str] | None = None) -> UpgradePlan:
     """Install both sides, then sweep each into `outdir`/base and `outdir`/new (paths must be absolute:
     nox runs its sessions from the noxfile's directory). `envdir`: where the venvs live (nox's
     default: .nox/ next to the noxfile); `env`: what else the sessions read; `engines`: the
-    engines every side has, for its label ("vllm 0.33.0")."""
-    if _same(base, new):
+    engines every side has, for its label ("vllm 0.33.0"); `new_engines`, `new_env`: the new
+    side's, where an engine upgrade makes them differ (`--to-engine`)."""
+    new_engines = tuple(engines if new_engines is None else new_engines)
+    if _same(base, new) and tuple(engines) == new_engines:
         raise UpgradeSpecError(f"--from and --to are both {new.requirement}: nothing to compare")
     if not outdir.is_absolute() or not noxfile.is_absolute() or not (envdir is None or envdir.is_absolute()):
         raise ValueError("plan_upgrade needs absolute paths")
-    sides = [Side(name, spec, outdir / name, tuple(engines)) for name, spec in zip(SIDES, (base, new), strict=True)]
+    sides = [Side(name, spec, outdir / name, side_engines)
+             for name, spec, side_engines in zip(SIDES, (base, new), (tuple(engines), new_engines), strict=True)]
+    envs = {"base": dict(env or {}), "new": dict((env if new_env is None else new_env) or {})}
     nox_cmd = (*nox, "--noxfile", str(noxfile), *(("--envdir", str(envdir)) if envdir else ()), "--session")
     steps = [Step(side, "install", (*nox_cmd, side.session, "--install-only"),
-                  {**(env or {}), TRANSFORMERS_ENV: side.transformers.requirement}) for side in sides]
+                  {**envs[side.name], TRANSFORMERS_ENV: side.transformers.requirement}) for side in sides]
     steps += [Step(side, "sweep",
                    (*nox_cmd, side.session, "--no-install", "--",
                     *side_run_flags(side.outdir, side.label, resume=resume), *sweep),
-                   {**(env or {}), TRANSFORMERS_ENV: side.transformers.requirement}) for side in sides]
+                   {**envs[side.name], TRANSFORMERS_ENV: side.transformers.requirement}) for side in sides]
     return UpgradePlan(base=sides[0], new=sides[1], outdir=outdir, steps=tuple(steps))
 
 

@@ -95,3 +95,27 @@ def test_each_engine_of_a_side_adds_its_own_policy_sglang_without_a_decorator_to
     setup = SideSetup(nox=("nox",), home=Path("/tmp"), installer="pip",
                       engines=(EngineSpec("sglang", "0.5.23", "==5.19.0"), EngineSpec("vllm", "0.33.0", "")))
     assert engine_policies(setup, "legacy").split(",") == ["legacy", "sglang", "vllm"]
+
+
+def test_an_engine_upgrade_gives_each_side_its_release_and_one_transformers(fake, capsys):
+    """`--engine vllm==0.33.0 --to-engine vllm==0.34.0`: both sides on the --from transformers,
+    each with its own vLLM (the installs are not run: a dry run); each release's own requirement
+    judges its side, and a --to-engine of an engine the base side lacks is refused."""
+    assert main(["upgrade-check", "--from", "5.18.0", "--engine", "vllm==0.33.0", "--to-engine", "vllm==0.34.0",
+                 "--checks", "backend,serves", "--dry-run"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].endswith(", vllm==0.33.0, transformers==5.18.0 (with pip)")
+    assert lines[2].endswith(", vllm==0.34.0, transformers==5.18.0 (with pip)")
+    assert "upgrade-5.18.0-vllm-0.33.0-to-5.18.0-vllm-0.34.0/new --label 'new: transformers 5.18.0, vllm 0.34.0'" in lines[-1]
+    assert not (fake / "log.txt").exists()
+    # 5.22.0 is in 0.34.0's range (<5.23.0), not in 0.33.0's: the new side may take it, the base side not
+    assert main(["upgrade-check", "--from", "5.18.0", "--to", "5.22.0", "--engine", "vllm==0.33.0",
+                 "--to-engine", "vllm==0.34.0", "--dry-run"]) == 0
+    capsys.readouterr()
+    assert main(["upgrade-check", "--from", "5.22.0", "--engine", "vllm==0.33.0", "--to-engine", "vllm==0.34.0",
+                 "--dry-run"]) == 2
+    assert "transformers 5.22.0 (--from) is outside what vllm 0.33.0 accepts" in capsys.readouterr().err
+    assert main(["upgrade-check", "--from", "5.18.0", "--to-engine", "vllm==0.34.0", "--dry-run"]) == 2
+    assert "give the engine's release on the base side too (--engine vllm==VERSION)" in capsys.readouterr().err
+    assert main(["upgrade-check", "--from", "5.18.0", "--dry-run"]) == 2
+    assert "upgrade-check needs --to (or --to-engine" in capsys.readouterr().err
