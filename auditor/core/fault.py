@@ -103,6 +103,43 @@ def innermost(exc: BaseException):
     return None
 
 
+# The packages whose import failing is the model's side, not this machine's: transformers (its
+# model modules), and remote code (dynamic modules), wherever they live.
+_MODEL_PACKAGES = ("transformers", "transformers_modules")
+
+
+def broken_import(exc: BaseException, engine_package: str = "") -> str:
+    """The installed package whose own import raised `exc` ("nvidia_cutlass_dsl"): raised at the
+    top level of one of its modules, while Python imported it, in a package that is neither the
+    auditor, nor transformers, nor remote code, nor the engine whose step ran (`engine_package`:
+    an engine module that cannot import under this transformers is the engine's). A venv whose
+    packages do not fit together (cuda-python 12 beside cuda-bindings 13) is this machine's, not
+    the model's. "" otherwise."""
+    found = innermost(exc)
+    modules = [frame for frame, _ in _frames(exc) if frame.f_code.co_name == "<module>"]
+    if found is None or not modules:  # (Python drops importlib's own frames from such a
+        return ""                      # traceback: a module's top level in it is being imported)
+    package = _installed_package(modules[-1].f_code.co_filename)
+    if not package or package in (*_MODEL_PACKAGES, engine_package):
+        return ""
+    return package if _installed_package(found[0].f_code.co_filename) == package else ""
+
+
+def _installed_package(filename: str) -> str:
+    """The top-level name of the installed package (under site-packages) a file belongs to; "" for
+    the auditor's files and files outside site-packages; remote code counts as transformers_modules."""
+    path = os.path.abspath(filename)
+    if path.startswith(_AUDITOR + os.sep):
+        return ""
+    parts = path.split(os.sep)
+    if "transformers_modules" in parts:
+        return "transformers_modules"
+    for index, part in enumerate(parts[:-1]):
+        if part in ("site-packages", "dist-packages"):
+            return parts[index + 1].removesuffix(".py")
+    return ""
+
+
 def origin(exc: BaseException, engine_package: str = "") -> Origin:
     """Who raised `exc` (see the module's docstring). `engine_package`: the import name of the
     engine whose step raised it, so that a frame of its installed package is the engine's."""

@@ -24,6 +24,7 @@ from auditor.core.fault import (
     EngineRefusal,
     Fault,
     Origin,
+    broken_import,
     innermost,
     origin_of_frame,
     per_layer_message,
@@ -331,7 +332,13 @@ def _raised(exc: BaseException, by: str, engine_package: str = "") -> dict:
 def _plain(exc: BaseException, engine_package: str = "") -> Failure:
     """A failure judged by the exception alone: the rules every phase starts from."""
     message = message_of(exc)
-    return Failure(_plain_status(exc), message, signature_of(message), None, _raised(exc, "", engine_package))
+    extras = _raised(exc, "", engine_package)
+    broken = broken_import(exc, engine_package)
+    if broken and not isinstance(exc, ImportError):
+        extras["broken_import"] = broken
+        return Failure(Status.MISSING_DEPENDENCY, f"{message} [raised importing {broken}: an installed package "
+                       "that does not import here]", signature_of(message), None, extras)
+    return Failure(_plain_status(exc), message, signature_of(message), None, extras)
 
 
 def _plain_status(exc: BaseException) -> Status:

@@ -30,11 +30,12 @@ def since(runs: Sequence[Run], previous: Run | None) -> NightlyGate | None:
 
 def same_environment(info: RunInfo, other: RunInfo) -> bool:
     """Whether a run of `other`'s header is one a run of `info`'s may be compared with: the same
-    Python (minor), torch, transformers, installed serving engines, label, and shard (a shard of
-    a split sweep holds other model types than the next shard's)."""
+    Python (minor), torch, transformers, installed serving engines, label, shard (a shard of a
+    split sweep holds other model types than the next shard's) and checks (a run of other checks
+    would make every cell of this one's new)."""
     return _environment(info) == _environment(other)
 
 
 def _environment(info: RunInfo) -> tuple:
     return (info.python_minor, info.torch, info.transformers, tuple(sorted(info.installed_engines.items())),
-            info.label, info.shard)
+            info.label, info.shard, tuple(sorted(info.checks)))

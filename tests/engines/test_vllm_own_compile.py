@@ -181,3 +181,20 @@ def test_the_compile_checks_emulation_agrees_with_vllms_own_compile(tmp_path):
     assert rows[("llama", "vllm")]["status"] == "compiled"
     agree = run_auditor("agree", str(tmp_path), "--policies", "fixed,vllm")
     assert agree.returncode == 0, agree.stdout + agree.stderr
+
+
+def test_vllms_constructor_earlier_in_the_process_leaves_no_hook_behind():
+    """A sweep worker runs vLLM's constructor (the backend check's `vllm` rows, the serves check)
+    and then the compile check's trial of the next type in one process: the bytecode hook vLLM's
+    wrapper registered for the constructed instance made that trial recompile at every length
+    (3 graphs, not 1) until the constructor removed it (constructor.classes_restored)."""
+    from torch._dynamo import convert_frame
+
+    from auditor.engines.vllm.constructor import construct
+    from auditor.models.meta import build_on_meta, make_config
+
+    hooks = len(convert_frame._bytecode_hooks)
+    config = make_config("bert")
+    construct(config, tuple({type(m): None for m in build_on_meta(config).modules()}))
+    assert len(convert_frame._bytecode_hooks) == hooks
+    assert run_trial("llama").graphs == 1

@@ -100,11 +100,19 @@ def classes_restored(classes) -> Iterator[None]:
     """Each class in `classes` as it was before the block. vLLM decorates the decoder class for
     good (base.py:288-293: support_torch_compile appends its wrapper to the class's bases and
     replaces its `__init__` and `__call__`, compilation/decorators.py:367-443, 765), which would
-    make every later build of that class in this worker vLLM's."""
+    make every later build of that class in this worker vLLM's. The bytecode hooks vLLM's compile
+    wrapper registers for the instances it built (compilation/wrapper.py: one per instance, held
+    for the life of the process) are removed too: left, every later dynamo compile in the worker
+    meets them, and the compile check's next trial under vLLM's own wrapper recompiled at every
+    length (3 graphs where vLLM's dispatch gives 1) after a constructor had run in its process."""
     saved = [(cls, dict(cls.__dict__), cls.__bases__) for cls in classes]
+    hooks = _bytecode_hooks()
+    before_hooks = set(hooks)
     try:
         yield
     finally:
+        for key in [k for k in hooks if k not in before_hooks]:
+            hooks.pop(key, None)
         for cls, before, bases in saved:
             if cls.__bases__ != bases:
                 cls.__bases__ = bases
@@ -118,6 +126,15 @@ def classes_restored(classes) -> Iterator[None]:
 
 
 _MISSING = object()
+
+
+def _bytecode_hooks() -> dict:
+    """dynamo's registered bytecode hooks (handle id -> hook; torch's private table, where
+    `register_bytecode_hook` puts them), or an empty dict where this torch keeps none there."""
+    from torch._dynamo import convert_frame
+
+    hooks = getattr(convert_frame, "_bytecode_hooks", None)
+    return hooks if isinstance(hooks, dict) else {}
 
 
 def construct(config, classes=(), trust_remote_code: bool = False, plain_failed: bool = False) -> Construction:
