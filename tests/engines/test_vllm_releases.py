@@ -36,6 +36,8 @@ def test_what_changed_in_0_34_0_is_in_its_record():
     assert new.citations["per-layer read"] != old.citations["per-layer read"]
     assert any("is_multimodal_model" in change for change in new.changes)
     assert new.floor("video inputs") == "5.18.0" and new.floor("MTP") == "5.20.0"
+    assert new.shims == ("triton-cpu",) and not old.shims  # 0.33.0's VllmConfig checks no Triton
+    assert set(new.own_config_types) == set(old.own_config_types) - {"minimax_m3_vl", "qwen3_asr"}
 
 
 @pytest.mark.skipif(not HAS_VLLM, reason="vLLM is not installed: its own tables are the reference")

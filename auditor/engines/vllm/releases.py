@@ -38,6 +38,9 @@ class VllmRelease(EngineRelease):
     # The model types of transformers' mapping whose config this release reads with a class of its
     # own (transformers_utils/config.py's _CONFIG_REGISTRY; the classes themselves: config.py)
     own_config_types: tuple[str, ...] = ()
+    # The environment shims (shims.py) this release's own code needs where this machine lacks
+    # what it asks: "triton-cpu" from 0.34.0 (platforms/cpu.py refuses an x86 CPU without it).
+    shims: tuple[str, ...] = ()
 
     def floor(self, feature: str) -> str:
         return dict(self.floors)[feature]
@@ -101,6 +104,7 @@ V0_34_0 = VllmRelease(
     model_floors=(("aria", "5.18.0", "Aria"),),
     backend_native=("GemmaForCausalLM", "OlmoeForCausalLM", "StableLmForCausalLM"),
     own_config_types=("hy_v4", "inkling_mm_model", "kimi_linear"),
+    shims=("triton-cpu",),
     citations={
         **V0_33_0.citations,
         "backend classes": "model_executor/models/registry.py:826-872",
@@ -112,6 +116,7 @@ V0_34_0 = VllmRelease(
         "check_version": "model_executor/models/transformers/base.py:834-840",
         "floor: Aria": "model_executor/models/transformers/moe.py:217-218",
         "backend native": "model_executor/models/registry.py:782-825 (_TRANSFORMERS_SUPPORTED_MODELS)",
+        "shim: triton-cpu": "platforms/cpu.py:242 (VllmConfig refuses an x86 CPU without Triton for CPUs)",
     },
     changes=(
         "transformers requirement <5.21.0 -> <5.23.0",

@@ -26,8 +26,14 @@ APPLIED: set[str] = set()  # the shims this process has used: its rows say so
 
 
 def _needs_triton_cpu() -> bool:
+    """Where the installed release refuses an x86 CPU without Triton for CPUs (its record's
+    `shims`, from 0.34.0: 0.33.0's VllmConfig makes no such check, and no shim touches it)."""
     import platform
 
+    from auditor.engines.vllm.releases import followed
+
+    if TRITON_CPU not in followed().shims:
+        return False
     import vllm.triton_utils as triton_utils
     from vllm.platforms import current_platform
 
