@@ -101,7 +101,7 @@
       for (var i = 0; i < entry[1].length; i++) {
         if (!entry[1][i] || !visible[i]) continue;
         var item = kindOf(entry[1][i]);
-        if (data.outcomes[item[1]] === "finding" && item[7] === faultFilter.value) return true;
+        if (data.outcomes[item[1]] === "finding" && data.faultcodes[data.titlefaults[item[3]]] === faultFilter.value) return true;
       }
       return false;
     }

@@ -16,6 +16,8 @@ from auditor.core.outcome import Outcome
 from auditor.report.matrix import Matrix
 from auditor.report.serve import Headline, Serves, where_stopped
 
+LABEL_CAUSE = 72  # characters of a cause in the filter's choices (the where-they-stop tables have it whole)
+
 
 @dataclass(frozen=True)
 class StopCause:
@@ -28,9 +30,15 @@ class StopCause:
     cause: str
     model_types: tuple[str, ...]
 
-    def label(self, several: bool) -> str:
-        where = f"{self.environment}: " if several else ""
-        return f"{where}{self.title} · {self.gate} · {self.cause} ({len(self.model_types)})"
+    def group(self, several: bool) -> str:
+        """The choices' group it is listed in: `vLLM · backend/registry` (its environment first, with several)."""
+        return f"{f'{self.environment}: ' if several else ''}{self.title} · {self.gate}"
+
+    @property
+    def label(self) -> str:
+        """Its choice in the filter: the cause (cut at LABEL_CAUSE characters) and how many types."""
+        cause = self.cause if len(self.cause) <= LABEL_CAUSE else self.cause[:LABEL_CAUSE - 1] + "…"
+        return f"{cause} ({len(self.model_types)})"
 
 
 @dataclass(frozen=True)
@@ -47,6 +55,13 @@ class RowFilters:
     verdicts: tuple[VerdictChoice, ...]  # one environment only: the matrix has verdict columns then
     faults: tuple[tuple[str, int], ...]  # (fault, model types with a finding of that fault), Fault's order
     causes: tuple[StopCause, ...]
+
+    def cause_groups(self, several: bool) -> list[tuple[str, list[tuple[int, StopCause]]]]:
+        """The causes by group (engine and gate), in order, each with its position in `causes`."""
+        groups: dict[str, list[tuple[int, StopCause]]] = {}
+        for i, cause in enumerate(self.causes):
+            groups.setdefault(cause.group(several), []).append((i, cause))
+        return list(groups.items())
 
     def cause_id(self, environment: str, engine: str, gate: str, cause: str) -> int:
         """The position of a cause in `causes` (the page's `data.stops`)."""

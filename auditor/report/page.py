@@ -134,11 +134,24 @@ def _script_json(data: dict) -> Markup:
 _TAG_OPEN = re.compile(r"<(?=[A-Za-z/!])")
 
 
-# The trailing fields of a kind (disagree, relabelled status, gate id, fault) when unset: left out.
-_DEFAULTS = (0, "", -1, "")
+# The trailing fields of a kind (disagree, relabelled status, gate id) when unset: left out.
+_DEFAULTS = (0, "", -1)
 
 # A cell's outcome in the page's data, by its index here (the page's JavaScript reads the names).
 OUTCOME_CODES = [o.value for o in Outcome]
+# A cell's fault, by its index here ("" first: nothing failed). A title names the fault it was made
+# with, so the page keeps one fault per title (`titlefaults`), not one per kind: 20-40 KB lighter.
+FAULT_CODES = [fault.value for fault in Fault]
+
+
+def _title(titles: dict[str, int], title_faults: list[int], cell) -> int:
+    """The id of a cell's title (its signature or status, and its fault), its fault kept beside it."""
+    fault = cell.result.fault
+    text = (cell.signature or str(cell.status)) + (f" · fault: {fault}" if fault else "")
+    if text not in titles:
+        titles[text] = len(titles)
+        title_faults.append(FAULT_CODES.index(fault))
+    return titles[text]
 
 
 def _matrix_data(matrix, legend_index: dict[str, int], marked: dict[tuple[str, str], str], found=()) -> dict:
@@ -146,14 +159,15 @@ def _matrix_data(matrix, legend_index: dict[str, int], marked: dict[tuple[str, s
     `[model type, [cell, ...]]`; a cell is 0 where absent, else its kind (1 + an index into `kinds`),
     or `[kind, seconds]` where it took a tenth of a second or more. A kind is what cells share:
     `[legend index, outcome index, message id, title id]` and, only where set, `[..., disagree,
-    the status a baseline relabelled, unreachable gate id, fault]` (the fault filter reads the
-    last). One element per cell with four attributes made the page of a 622-type run 3.2 MB; a
+    the status a baseline relabelled, unreachable gate id]`; a cell's fault is its title's
+    (`titlefaults`, an index into `faultcodes`: the fault filter reads it). One element per cell with four attributes made the page of a 622-type run 3.2 MB; a
     cell here is a number. With verdicts
     (auditor.report.serve) of one environment, a row has a third item, per engine in `engines`:
     "" where it serves the type, the gate's column where it stops it, `?` and the gate where
     undecided (a view beside the cells, not a cell: see serve.py)."""
     messages: dict[str, int] = {}
     titles: dict[str, int] = {}
+    title_faults: list[int] = []
     gates: dict[str, int] = {}
     kinds: dict[tuple, int] = {}
     codes = {o: i for i, o in enumerate(Outcome)}
@@ -168,10 +182,9 @@ def _matrix_data(matrix, legend_index: dict[str, int], marked: dict[tuple[str, s
                 continue
             gate = marked.get((col.environment, row.model_type)) if col.column.startswith("decorate/") else None
             kind = [legend_index[cell.shown], codes[cell.outcome], messages.setdefault(cell.message, len(messages)),
-                    titles.setdefault((cell.signature or str(cell.status))
-                                      + (f" · fault: {cell.result.fault}" if cell.result.fault else ""), len(titles)),
+                    _title(titles, title_faults, cell),
                     1 if cell.disagree else 0, cell.status.value if cell.by_baseline else "",
-                    gates.setdefault(gate, len(gates)) if gate else -1, cell.result.fault]
+                    gates.setdefault(gate, len(gates)) if gate else -1]
             while len(kind) > 4 and kind[-1] == _DEFAULTS[len(kind) - 5]:
                 kind.pop()
             number = kinds.setdefault(tuple(kind), len(kinds)) + 1
@@ -180,6 +193,7 @@ def _matrix_data(matrix, legend_index: dict[str, int], marked: dict[tuple[str, s
         verdict = by_type.get(row.model_type)
         rows.append([row.model_type, cells, [verdict.get(e) for e in engines]] if verdict else [row.model_type, cells])
     return {"rows": rows, "kinds": [list(k) for k in kinds], "messages": list(messages), "titles": list(titles),
+            "faultcodes": FAULT_CODES, "titlefaults": title_faults,
             "gates": list(gates), "engines": list(engines.values())}
 
 
