@@ -16,7 +16,7 @@ from auditor.core.outcome import Outcome
 from auditor.report.matrix import Matrix
 from auditor.report.serve import Headline, Serves, where_stopped
 
-LABEL_CAUSE = 72  # characters of a cause in the filter's choices (the where-they-stop tables have it whole)
+LABEL_CAUSE = 56  # characters of a cause in the filter's choices (the where-they-stop tables have it whole)
 
 
 @dataclass(frozen=True)

@@ -139,6 +139,10 @@ _DEFAULTS = (0, "", -1)
 
 # A cell's outcome in the page's data, by its index here (the page's JavaScript reads the names).
 OUTCOME_CODES = [o.value for o in Outcome]
+# The time a cell took is in the page where it took this long or more (sorting by time finds the
+# slow ones); below, 0: 1,600 sub-second times were 11 KB of a 622-type page.
+SHOWN_SECONDS = 1.0
+
 # A cell's fault, by its index here ("" first: nothing failed). A title names the fault it was made
 # with, so the page keeps one fault per title (`titlefaults`), not one per kind: 20-40 KB lighter.
 FAULT_CODES = [fault.value for fault in Fault]
@@ -157,7 +161,7 @@ def _title(titles: dict[str, int], title_faults: list[int], cell) -> int:
 def _matrix_data(matrix, legend_index: dict[str, int], marked: dict[tuple[str, str], str], found=()) -> dict:
     """The matrix as the page's data, which its script turns into the table. A row per model type,
     `[model type, [cell, ...]]`; a cell is 0 where absent, else its kind (1 + an index into `kinds`),
-    or `[kind, seconds]` where it took a tenth of a second or more. A kind is what cells share:
+    or `[kind, seconds]` where it took SHOWN_SECONDS or more (results.csv has every row's time). A kind is what cells share:
     `[legend index, outcome index, message id, title id]` and, only where set, `[..., disagree,
     the status a baseline relabelled, unreachable gate id]`; a cell's fault is its title's
     (`titlefaults`, an index into `faultcodes`: the fault filter reads it). One element per cell with four attributes made the page of a 622-type run 3.2 MB; a
@@ -188,7 +192,7 @@ def _matrix_data(matrix, legend_index: dict[str, int], marked: dict[tuple[str, s
             while len(kind) > 4 and kind[-1] == _DEFAULTS[len(kind) - 5]:
                 kind.pop()
             number = kinds.setdefault(tuple(kind), len(kinds)) + 1
-            seconds = round(cell.seconds, 1)
+            seconds = round(cell.seconds, 1) if cell.seconds >= SHOWN_SECONDS else 0
             cells.append([number, seconds] if seconds else number)
         verdict = by_type.get(row.model_type)
         rows.append([row.model_type, cells, [verdict.get(e) for e in engines]] if verdict else [row.model_type, cells])
