@@ -108,6 +108,8 @@ class VerdictChange:
     before: str
     after: str
     why: str  # "native LlamaForCausalLM -> Transformers backend (...)", "now stops at serves/vllm", ...
+    # A verdict changes when whether it serves, how (native or the backend) or where it stops does;
+    # another message at the same stop is not one.
     regression: bool  # it served before and does not now
 
 
@@ -121,8 +123,8 @@ def verdict_changes(base: Run, new: Run) -> tuple[VerdictChange, ...]:
     found = []
     for key in sorted(before.keys() & after.keys()):
         b, a = before[key], after[key]
-        if b.text == a.text:
-            continue
+        if (b.serves, b.path, b.gate) == (a.serves, a.path, a.gate):
+            continue  # the same verdict (another wording of the same stop is a cell change, if any)
         served = (b.serves is Serves.SERVABLE, a.serves is Serves.SERVABLE)
         if served == (True, True):
             why = f"{b.path or 'served'} -> {a.path or 'served'}"
@@ -130,10 +132,8 @@ def verdict_changes(base: Run, new: Run) -> tuple[VerdictChange, ...]:
             why = f"now {a.serves} at {a.gate} ({a.fault or a.status})"
         elif served == (False, True):
             why = f"served now ({a.path or 'servable'}); was {b.serves} at {b.gate}"
-        elif b.gate != a.gate or b.serves is not a.serves:
-            why = f"{b.serves} at {b.gate} -> {a.serves} at {a.gate}"
         else:
-            why = f"another message at {a.gate}"
+            why = f"{b.serves} at {b.gate} -> {a.serves} at {a.gate}"
         found.append(VerdictChange(key[1], a.engine.title, b.text, a.text, why,
                                    regression=served == (True, False) and a.serves is Serves.STOPS))
     return tuple(sorted(found, key=lambda c: (not c.regression, c.engine, c.model_type)))

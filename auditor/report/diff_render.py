@@ -65,8 +65,8 @@ def render_diff_markdown(diff: RunDiff) -> str:
     if diff.verdicts:
         lines.extend(["", f"## Engine verdicts that changed ({len(diff.verdicts)})", "",
                       "| model type | engine | before | after | why |", "|---|---|---|---|---|"])
-        lines += [f"| {_md(c.model_type)} | {_md(c.engine)} | {_md(c.before)} | {_md(c.after)} | {_md(c.why)} |"
-                  for c in diff.verdicts]
+        lines += [f"| {_md(c.model_type)} | {_md(c.engine)} | {_md(_short(c.before))} | {_md(_short(c.after))} "
+                  f"| {_md(c.why)} |" for c in diff.verdicts]
     for title, changes in _change_sections(diff):
         if not changes:
             continue
@@ -143,3 +143,10 @@ def _md(text: str) -> str:
     text = " ".join(text.split())
     return (text.replace("\\", "\\\\").replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
             .replace("`", "\\`"))
+
+
+VERDICT_SHOWN = 200  # characters of a verdict in diff.md's table (diff.html has it whole, in a tooltip)
+
+
+def _short(text: str) -> str:
+    return text if len(text) <= VERDICT_SHOWN else text[:VERDICT_SHOWN - 1] + "…"
