@@ -105,7 +105,7 @@ def plan_engines(request, outdir: Path, checked: Sequence[tuple[object, object]]
     """The engines of `request.engines` (`checked_engines`, unless given) planned: the ones
     installed here at that version add their own checks and policy to this sweep; each other
     gets a venv and a sweep of the checks that run its own code into OUTDIR/engines/."""
-    from auditor.sweeping.options import listed, side_flags
+    from auditor.sweeping.options import listed
 
     checked = checked_engines(request) if checked is None else checked
     here = [(spec, engine) for spec, engine in checked if engine.installed and engine.version == spec.version]
@@ -121,7 +121,7 @@ def plan_engines(request, outdir: Path, checked: Sequence[tuple[object, object]]
         transformers = transformers_under_audit()
         setup = runner.side_setup(WHAT, [spec.requirement for spec, _ in away])
         for spec, engine in away:
-            planned.append(_venv_sweep(spec, engine, setup, transformers, outdir, request, side_flags))
+            planned.append(_venv_sweep(spec, engine, setup, transformers, outdir, request))
     return EnginePlan(tuple(planned), request)
 
 
@@ -131,7 +131,8 @@ def own_checks(engine, checks: Sequence[str]) -> list[str]:
     return [c for c in OWN_CODE_CHECKS if c in checks] + (["serves"] if engine.serves is not None else [])
 
 
-def _venv_sweep(spec, engine, setup, transformers: Transformers, outdir: Path, request, side_flags) -> EngineSweep:
+def _venv_sweep(spec, engine, setup, transformers: Transformers, outdir: Path, request) -> EngineSweep:
+    from auditor.sweeping.options import side_flags
     from auditor.upgrade.engines import ENGINES_ENV
     from auditor.upgrade.venvs import release_steps
 

@@ -25,9 +25,8 @@ from auditor import engines
 from auditor.cli import main
 from auditor.core.results import Result, read_run
 from auditor.core.status import Status
-from auditor.upgrade import runner
 from tests.report.helpers import write_run
-from tests.tooling.test_upgrade_engines import FAKE_NOXFILE
+from tests.tooling.fakes import use_fake_noxfile
 
 TRANSFORMERS = metadata.version("transformers")
 
@@ -35,15 +34,8 @@ TRANSFORMERS = metadata.version("transformers")
 @pytest.fixture
 def home(tmp_path, monkeypatch):
     """A venv home of the test's own; the fake noxfile; the current directory a scratch one."""
-    project = tmp_path / "project"
-    project.mkdir()
-    (project / "noxfile.py").write_text(FAKE_NOXFILE.read_text())
-    monkeypatch.setattr(runner, "NOXFILE", project / "noxfile.py")
-    monkeypatch.setenv("FAKE_UPGRADE_DIR", str(tmp_path))
     monkeypatch.setenv("AUDITOR_VENVS", str(tmp_path / "venvs"))
-    monkeypatch.setenv("AUDITOR_INSTALLER", "pip")
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
+    return use_fake_noxfile(tmp_path, monkeypatch)
 
 
 @pytest.mark.parametrize(("engine", "message"), [

@@ -11,20 +11,13 @@ from auditor.cli import main
 from auditor.upgrade import runner
 from auditor.upgrade.selfdist import checkout_root
 from tests.report.helpers import result, write_run
-
-FAKE_NOXFILE = Path(__file__).with_name("fake_noxfile.py")
+from tests.tooling.fakes import use_fake_noxfile
 
 
 @pytest.fixture
 def fake(tmp_path, monkeypatch):
     """A project with the stand-in noxfile; base.jsonl and new.jsonl as 5.17.0 and 5.18.0 would sweep."""
-    project = tmp_path / "project"
-    project.mkdir()
-    (project / "noxfile.py").write_text(FAKE_NOXFILE.read_text())
-    monkeypatch.setattr(runner, "NOXFILE", project / "noxfile.py")
-    monkeypatch.setenv("FAKE_UPGRADE_DIR", str(tmp_path))
-    monkeypatch.setenv("AUDITOR_INSTALLER", "pip")
-    monkeypatch.chdir(tmp_path)
+    use_fake_noxfile(tmp_path, monkeypatch)
     runs(tmp_path, base=["build", "build"], new=["build", "error"])
     return tmp_path
 

@@ -13,12 +13,11 @@ from pathlib import Path
 import pytest
 
 from auditor.cli import main
-from auditor.upgrade import releases, runner
+from auditor.upgrade import releases
 from auditor.upgrade.engines import EngineSpec
 from auditor.upgrade.installer import parse_pip_config, uv_settings
+from tests.tooling.fakes import use_fake_noxfile
 from tests.tooling.test_upgrade_real import pypi_reachable
-
-FAKE_NOXFILE = Path(__file__).with_name("fake_noxfile.py")
 
 
 @pytest.fixture(scope="module")
@@ -31,16 +30,9 @@ def vllm_cache(tmp_path_factory) -> Path:
 
 @pytest.fixture
 def fake(tmp_path, monkeypatch, vllm_cache):
-    project = tmp_path / "project"
-    project.mkdir()
-    (project / "noxfile.py").write_text(FAKE_NOXFILE.read_text())
-    monkeypatch.setattr(runner, "NOXFILE", project / "noxfile.py")
-    monkeypatch.setenv("FAKE_UPGRADE_DIR", str(tmp_path))
     monkeypatch.setenv("AUDITOR_VENVS", str(vllm_cache))
-    monkeypatch.setenv("AUDITOR_INSTALLER", "pip")
     monkeypatch.setattr(releases, "index_releases", lambda: ("5.18.0", "5.20.0", "5.21.0"))  # the index's, in part
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
+    return use_fake_noxfile(tmp_path, monkeypatch)
 
 
 def test_a_side_outside_the_engines_range_exits_2_before_any_install(fake, vllm_cache, capsys):
