@@ -12,6 +12,11 @@ version=${2:-0.34.0}
 transformers=${3:-}
 repo="$(cd "$(dirname "$0")/.." && pwd)"
 
+# The locked set for this release where the project has one (constraints/vllm-VERSION.txt): every pip
+# call below installs within it, so a new release of any dependency cannot change what CI tests.
+lock="$repo/constraints/vllm-$version.txt"
+[ -f "$lock" ] && export PIP_CONSTRAINT="$lock"
+
 python3 -m venv "$venv"
 . "$venv/bin/activate"
 pip install -q --upgrade pip packaging >/dev/null
