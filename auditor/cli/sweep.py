@@ -133,45 +133,32 @@ SINCE_SHOWN = 5  # new findings the end summary lists; report.html has more, `au
 
 
 def _print_since(outcome, request: SweepRequest) -> None:
-    """What changed since the earlier run (report.html's "Since" section, shortened): the counts,
-    the first new findings, each with its cause, whose fault it is, and the command that sweeps
-    that cell again. Nothing when there is no earlier run."""
+    """What changed since the previous run of this selection (report.html's "Since" section,
+    shortened; auditor.report.changes has the one count): the environment's changes, a line per
+    engine, the first new findings, each with its cause, whose fault it is, and the command that
+    sweeps it again. One line saying why when there is no run to compare with."""
+    from auditor.report.changes import text_lines
     from auditor.report.since import since
 
-    for name, why in outcome.earlier.unreadable if outcome.earlier is not None else ():
+    earlier = outcome.earlier
+    for name, why in earlier.unreadable if earlier is not None else ():
         print(f"auditor: warning: not comparing with {name}: {why}", file=sys.stderr)
     changes = since([outcome.run], outcome.previous)
     if changes is None:
+        if earlier is not None and earlier.why:
+            print(f"Since the last run: nothing to compare with: {earlier.why}", file=sys.stderr)
         return
-    new = changes.new_failures
-    print(f"Since {changes.against}: {len(new)} new finding{'s' if len(new) != 1 else ''}, "
-          f"{len(changes.fixed)} fixed, {len(changes.flaky)} flaky", file=sys.stderr)
-    for cell in new[:SINCE_SHOWN]:
-        fault = f" (fault: {cell.fault})" if cell.fault else ""
-        print(f"  new: {cell.model_type} {cell.column}: {cell.before or 'absent'} -> {cell.status}: "
-              f"{cell.cause or cell.signature}{fault}", file=sys.stderr)
-        print(f"    again: {reproduce_command(request, cell.model_type, cell.column)}", file=sys.stderr)
-    more = len(new) - SINCE_SHOWN
-    if more > 0:
-        print(f"  and {more} more new: see {outcome.outdir / 'report.html'}", file=sys.stderr)
-    elif changes.fixed or changes.flaky:
-        print(f"  the fixed and flaky cells: see {outcome.outdir / 'report.html'}", file=sys.stderr)
-
-
-# Not carried into the command that sweeps one cell again: the selection it replaces, and what only
-# names or slices the run (a shard would leave the model type out).
-_NOT_REPEATED = frozenset({"models", "exclude", "checks", "label", "shard"})
+    for line in text_lines(changes, SINCE_SHOWN):
+        print(line, file=sys.stderr)
+    if len(changes.new_findings) > SINCE_SHOWN or changes.fixed or changes.flaky:
+        print(f"  every change: see {outcome.outdir / 'report.html'}", file=sys.stderr)
 
 
 def reproduce_command(request: SweepRequest, model_type: str, column: str) -> str:
     """`auditor sweep --models TYPE --checks CHECK ...`: the sweep of one cell's model type and
-    check, with the options of `request` that change what a cell means (those a resume is
-    checked against: policies, device, plugins, ...) where they are not the defaults."""
-    from auditor.sweeping.options import BY_NAME, EXPERIMENT, flags
+    check (auditor.core.repro, the one builder), with the options of `request` that change what a
+    cell means (auditor.sweeping.resume.repeat_flags)."""
+    from auditor.core.repro import sweep_command
+    from auditor.sweeping.resume import repeat_flags
 
-    values = {"models": [model_type], "checks": [column.split("/", 1)[0]]}
-    for option in (*EXPERIMENT, BY_NAME["remote_code"]):
-        value = getattr(request, option.name)
-        if option.name not in _NOT_REPEATED and value not in (None, (), False, option.initial()):
-            values[option.name] = value
-    return shlex.join(["auditor", "sweep", *flags(**values)])
+    return sweep_command(model_type, column, repeat_flags(request))

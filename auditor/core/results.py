@@ -110,6 +110,12 @@ class RunInfo:
     # online): `auditor sweep --resume` refuses to add rows to a run of another experiment.
     experiment: dict[str, Any] = field(default_factory=dict)
     engines: tuple[EngineInfo, ...] = ()  # the serving engines the run checked (auditor.core.engineinfo)
+    # The flags that chose the run's model types, as given (`--models llama,gpt2`; () for all):
+    # which earlier run a report compares with (auditor.report.since). None: not recorded (older runs).
+    selection: tuple[str, ...] | None = None
+    # The flags beside --models and --checks that sweep one of its cells again (policies, device,
+    # plugins, ...: auditor.core.repro); None: not recorded (older runs).
+    repeat: tuple[str, ...] | None = None
 
     @property
     def installed_engines(self) -> dict[str, str]:
@@ -142,6 +148,11 @@ class RunInfo:
         data = dataclasses.asdict(self)
         data["checks"] = list(self.checks)
         data["engines"] = [engine.to_json() for engine in self.engines]
+        for name in ("selection", "repeat"):
+            if data[name] is None:
+                del data[name]  # not recorded: the header reads as an older auditor's
+            else:
+                data[name] = list(data[name])
         return {"kind": "header", "format_version": FORMAT_VERSION, "run": data}
 
     @classmethod
@@ -150,6 +161,9 @@ class RunInfo:
         values = {k: v for k, v in data.items() if k in names}
         values["checks"] = tuple(values.get("checks", ()))
         values["engines"] = tuple(EngineInfo.from_json(e) for e in values.get("engines", ()))
+        for name in ("selection", "repeat"):
+            if values.get(name) is not None:
+                values[name] = tuple(values[name])
         return cls(**values)
 
 

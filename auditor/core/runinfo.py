@@ -35,9 +35,11 @@ def git_revision() -> str:
 
 
 def probe(command: str, device: str, checks: tuple[str, ...], label: str = "", shard: str = "",
-          experiment: dict | None = None, engines: tuple = ()) -> RunInfo:
+          experiment: dict | None = None, engines: tuple = (), selection: tuple[str, ...] | None = None,
+          repeat: tuple[str, ...] | None = None) -> RunInfo:
     """The run's header; `engines`: the EngineInfo of each serving engine the sweep checks (the
-    engines layer makes them: core cannot know the engines)."""
+    engines layer makes them: core cannot know the engines); `selection`, `repeat`: the flags that
+    chose its model types and that sweep one of its cells again (the sweep layer spells them)."""
     from auditor import __version__
 
     return RunInfo(
@@ -58,6 +60,8 @@ def probe(command: str, device: str, checks: tuple[str, ...], label: str = "", s
         shard=shard,
         experiment=dict(experiment or {}),
         engines=tuple(engines),
+        selection=None if selection is None else tuple(selection),
+        repeat=None if repeat is None else tuple(repeat),
     )
 
 

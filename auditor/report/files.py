@@ -7,6 +7,7 @@ Everything here renders with the pure functions of the package and writes the te
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,7 +20,7 @@ from auditor.report.diff_render import render_diff_html, render_diff_markdown
 from auditor.report.junit import render_diff_junit, render_junit
 from auditor.report.markdown import render_summary
 from auditor.report.page import render_report
-from auditor.report.since import same_environment
+from auditor.report.since import differences, same_selection
 from auditor.report.tables import csv_text, long_frame, matrix_frame, serve_frame
 
 REPORT_FILES = ("report.html", "results.csv", "matrix.csv", "summary.md", "serve.csv")
@@ -75,36 +76,66 @@ def write_diff(diff: RunDiff, outdir: Path) -> list[Path]:
 
 @dataclass(frozen=True)
 class Earlier:
-    """The run a report says what changed since (None: there is none), and the run directories
-    passed over because they could not be read: (name, why)."""
+    """The run a report says what changed since (None: there is none, and `why` says why in one
+    line), and the run directories passed over because they could not be read: (name, why)."""
 
     run: Run | None
     unreadable: tuple[tuple[str, str], ...] = ()
+    why: str = ""
+
+
+_NOX_FOLDER = re.compile(r"py\d+\.\d+")  # the nox layout: reports/<run-id>/py3.X/
 
 
 def earlier_run(run: Run) -> Earlier:
-    """The newest run before `run` in its reports folder of the same environment
-    (auditor.report.since.same_environment): of the sibling directories with a results.jsonl
-    whose names sort before `run`'s (run ids are UTC times), the last whose header matches. A
-    sibling of another environment is passed over, and so is one that cannot be read (noted in
-    `unreadable`). None for a loose results file (not in a run directory of its own)."""
+    """The previous run of the same selection (auditor.report.since.same_selection) in `run`'s
+    reports folder: of the run directories that sort before `run`'s (run ids are UTC times), the
+    newest whose header is of the same selection, whatever releases it ran under. In the nox layout
+    (reports/<run-id>/py3.X/) the directories are the earlier run ids' py3.X folders. Another
+    selection's run is passed over, and so is one that cannot be read (noted in `unreadable`).
+    None for a loose results file (not in a run directory of its own)."""
     if run.path.name != RESULTS_FILE:
-        return Earlier(None)
+        return Earlier(None, why="its results file is not in a run directory of a reports folder")
     here = run.path.parent.resolve()
     try:
-        siblings = sorted((d for d in here.parent.iterdir()
-                           if d.name < here.name and d.is_dir() and (d / RESULTS_FILE).is_file()), reverse=True)
-    except OSError:
-        return Earlier(None)
-    unreadable = []
-    for directory in siblings:
+        candidates = _candidates(here)
+    except OSError as exc:
+        return Earlier(None, why=f"cannot list {here.parent}: {exc.strerror or exc}")
+    unreadable, passed = [], []
+    for directory in candidates:
         try:
-            if not same_environment(run.info, read_info(directory)):  # the header alone: no rows read
+            info = read_info(directory)  # the header alone: no rows read
+            if not same_selection(run.info, info):
+                passed.append((directory, info))
                 continue
             return Earlier(read_run(directory), tuple(unreadable))
         except InputError as exc:
-            unreadable.append((directory.name, str(exc)))
-    return Earlier(None, tuple(unreadable))
+            unreadable.append((_name(directory, here), str(exc)))
+    return Earlier(None, tuple(unreadable), _why_none(run, here, passed, unreadable))
+
+
+def _candidates(here: Path) -> list[Path]:
+    """The run directories before `here`, newest first."""
+    def runs_in(folder: Path, before: str, inside: str = "") -> list[Path]:
+        found = (d / inside if inside else d for d in folder.iterdir() if d.name < before and d.is_dir())
+        return sorted((d for d in found if (d / RESULTS_FILE).is_file()), reverse=True)
+
+    if _NOX_FOLDER.fullmatch(here.name):
+        return runs_in(here.parent.parent, here.parent.name, here.name) + runs_in(here.parent, here.name)
+    return runs_in(here.parent, here.name)
+
+
+def _name(directory: Path, here: Path) -> str:
+    return f"{directory.parent.name}/{directory.name}" if _NOX_FOLDER.fullmatch(here.name) else directory.name
+
+
+def _why_none(run: Run, here: Path, passed: list, unreadable: list) -> str:
+    folder = here.parent.parent if _NOX_FOLDER.fullmatch(here.name) else here.parent
+    if not passed:
+        return f"no earlier run{' that can be read' if unreadable else ''} in {folder}"
+    directory, info = passed[0]
+    return (f"none of the {len(passed)} earlier run{'s' if len(passed) != 1 else ''} in {folder} is of this "
+            f"selection ({_name(directory, here)}: {'; '.join(differences(run.info, info))})")
 
 
 def _write(texts: dict[str, str], outdir: Path) -> list[Path]:

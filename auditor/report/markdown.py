@@ -93,19 +93,30 @@ def _heading(runs: Sequence[Run], matrix: Matrix) -> list[str]:
 
 
 def _since(changes) -> list[str]:
-    """`#### Since RUN: 2 new findings, 1 fixed, 0 flaky` and the first cells of each."""
+    """`#### Since RUN: transformers 5.24.0 -> 5.25.0; 2 new findings, 1 fixed, 0 flaky`, a line
+    per engine (auditor.report.changes: the one count), and the first cells of each kind."""
     if changes is None:
         return []
-    lines = ["", f"#### Since {_esc(changes.against)}: {len(changes.new_failures)} new finding"
-                 f"{'s' if len(changes.new_failures) != 1 else ''}, {len(changes.fixed)} fixed, "
-                 f"{len(changes.flaky)} flaky"]
-    for title, cells in (("new", changes.new_failures), ("fixed", changes.fixed), ("flaky", changes.flaky)):
+    lines = ["", f"#### {_esc(changes.headline(), 400)}"]
+    for engine in changes.engines:
+        lines += ["", f"- **{_esc(engine.line)}**"]
+        lines += [f"  - {_esc(c.model_type)} {_esc(c.why)}{_fault(c.fault)}" + (f"; drift: {_esc(c.drift)}" if c.drift else "")
+                  + (f"; again: `{c.repro}`" if c.repro else "") for c in engine.type_changes[:SINCE_SHOWN]]
+        if engine.new_types:
+            lines.append(f"  - new types: {_esc(', '.join(engine.new_types))} ({len(engine.new_served)} served)")
+    if changes.new_types and not changes.engines:
+        lines += ["", f"- new types: {_esc(', '.join(changes.new_types))}"]
+    for title, cells in (("new", changes.new_findings), ("fixed", changes.fixed), ("flaky", changes.flaky)):
         if cells:
-            shown = ", ".join(f"{_esc(c.model_type)} {_esc(c.column)} ({_esc(c.before or 'absent')} → {_esc(c.status)})"
+            shown = ", ".join(f"{_esc(c.model_type)} {_esc(c.column)} ({_esc(c.before or 'absent')} → {_esc(c.after)})"
                               for c in cells[:SINCE_SHOWN])
             more = f" and {len(cells) - SINCE_SHOWN} more (`auditor diff` has them all)" if len(cells) > SINCE_SHOWN else ""
             lines += ["", f"- {title}: {shown}{more}"]
     return lines
+
+
+def _fault(fault: str) -> str:
+    return f" (fault: {fault})" if fault else ""
 
 
 def _top_findings(matrix: Matrix) -> list[str]:

@@ -1,14 +1,16 @@
-"""Since the last run: what changed in a run's cells against an earlier run of the same sweep.
+"""Since the last run: what changed in a run against the previous run of the same selection.
 
-The nightly gate's reading (auditor.report.nightly) without a baseline: a *new finding* is a
-finding whose cell passed, or was absent, in the earlier run; *fixed* is a pass whose cell was a
-finding; *flaky* is a cell that failed and passed on a rerun. Reports show it right after the
-verdicts (a report answers what changed before it lists), when they are given an earlier run.
+The nightly gate's reading (auditor.report.nightly) without a baseline, at the level users decide
+on (auditor.report.changes): per engine, the types that lost or gained its verdict, new and
+removed types; then the cells. Reports show it right after the verdicts (a report answers what
+changed before it lists), when they are given an earlier run.
 
-Which run is the earlier one is a rule of this module too (`same_environment`): a reports folder
-may hold the nightly runs of several Pythons, releases or labels side by side, and a run compared
-with another environment's would list every difference between the environments as a change.
-Pure: runs in, a NightlyGate out (report/files.py reads the reports folder).
+Which run is the last one is a rule of this module too (`same_selection`): a reports folder may
+hold the nightly runs of several Pythons, labels or shards side by side, and one-off runs of other
+model types; a run compared with another selection would list every type it did not select as
+removed. Releases are what a nightly exists to follow: a run under transformers 5.25.0 compares
+with the night before under 5.24.0, and the section opens with that (`environment_changes`).
+Pure: runs in, Changes out (report/files.py reads the reports folder).
 """
 
 from __future__ import annotations
@@ -16,26 +18,62 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from auditor.core.results import Run, RunInfo
-from auditor.report.nightly import NightlyGate, nightly_gate
+from auditor.report.changes import Changes, changes
 
 SHOWN = 10  # cells listed per kind of change; the diff (`auditor diff`) has them all
 
 
-def since(runs: Sequence[Run], previous: Run | None) -> NightlyGate | None:
-    """The changes of a single run against `previous`; None without one, or for merged runs."""
-    if previous is None or len(runs) != 1:
+def since(runs: Sequence[Run], previous: Run | None) -> Changes | None:
+    """The changes of `runs` against `previous`; None without one. Merged runs (an --engine
+    sweep's: this environment's run, then each engine venv's) compare their first run, the one
+    the previous sweep's first run was."""
+    if previous is None or not runs:
         return None
-    return nightly_gate(runs[0], previous)
+    return changes(previous, runs[0])
 
 
-def same_environment(info: RunInfo, other: RunInfo) -> bool:
+def same_selection(info: RunInfo, other: RunInfo) -> bool:
     """Whether a run of `other`'s header is one a run of `info`'s may be compared with: the same
-    Python (minor), torch, transformers, installed serving engines, label, shard (a shard of a
-    split sweep holds other model types than the next shard's) and checks (a run of other checks
-    would make every cell of this one's new)."""
-    return _environment(info) == _environment(other)
+    model types asked for (--models, --exclude, --remote-code as given), checks, policies, label,
+    shard (a shard of a split sweep holds other model types than the next shard's) and Python
+    minor, whatever transformers, torch or engine releases each ran under."""
+    return not differences(info, other)
 
 
-def _environment(info: RunInfo) -> tuple:
-    return (info.python_minor, info.torch, info.transformers, tuple(sorted(info.installed_engines.items())),
-            info.label, info.shard, tuple(sorted(info.checks)))
+def differences(info: RunInfo, other: RunInfo) -> list[str]:
+    """What makes `other` another selection than `info` ("label nightly, not ''"); [] when none."""
+    ours, theirs = _selection(info), _selection(other)
+    return [f"{what} {_shown(theirs[what])}, not {_shown(ours[what])}" for what in ours if ours[what] != theirs[what]]
+
+
+def environment_changes(before: RunInfo, after: RunInfo) -> tuple[str, ...]:
+    """`transformers 5.24.0 -> 5.25.0`, torch, each engine's version: what changed in the
+    environment between two runs of one selection (() when nothing did)."""
+    found = [f"{what} {b} -> {a}" for what, b, a in (("transformers", before.transformers, after.transformers),
+                                                       ("torch", before.torch, after.torch)) if b != a]
+    engines_before = {e.name: e for e in before.engines}
+    for engine in after.engines:
+        was = engines_before.get(engine.name)
+        b, a = (_engine_version(was) if was else "absent"), _engine_version(engine)
+        if b != a:
+            found.append(f"{engine.title} {b} -> {a}")
+    return tuple(found)
+
+
+def _engine_version(engine) -> str:
+    return engine.version if engine.installed else f"emulated {engine.follows}"
+
+
+def _selection(info: RunInfo) -> dict[str, object]:
+    return {"model types": "not recorded" if info.selection is None else " ".join(info.selection) or "all",
+            "checks": ",".join(sorted(info.checks)), "policies": _policies(info), "label": info.label,
+            "shard": info.shard, "Python": info.python_minor}
+
+
+def _policies(info: RunInfo) -> str:
+    value = info.experiment.get("policies")
+    return ",".join(value) if isinstance(value, list | tuple) else str(value or "")
+
+
+def _shown(value) -> str:
+    return repr(value) if value == "" else str(value)

@@ -12,7 +12,7 @@ from pathlib import Path
 from auditor.core.errors import InputError
 from auditor.core.results import FORMAT_VERSION, TORN_SUFFIX, ResultsFileError, read_run, repair
 from auditor.sweeping.events import SweepEvents
-from auditor.sweeping.options import EXPERIMENT, INFO_FIELDS, Kind, Option, command_line
+from auditor.sweeping.options import BY_NAME, EXPERIMENT, INFO_FIELDS, Kind, Option, command_line, flags
 from auditor.sweeping.plan import SweepPlan
 from auditor.sweeping.validate import shard_text
 
@@ -37,7 +37,33 @@ def header(plan: SweepPlan):
                  checks=request.checks, label=request.label, shard=shard_text(request.shard),
                  experiment=experiment(plan),
                  engines=tuple(engine.record(own=engine.runs_own_code(request.checks, request.policies))
-                               for engine in engines.all()))
+                               for engine in engines.all()),
+                 selection=tuple(selection_flags(request)), repeat=tuple(repeat_flags(request)))
+
+
+# The options that choose the model types (a run of another selection is never "the last run").
+_SELECTING = ("models", "exclude", "remote_code")
+# Not carried into the command that sweeps one cell again: the selection it replaces (the
+# remote-code directories stay: the type is theirs), and what only names or slices the run (a
+# shard would leave the model type out).
+_NOT_REPEATED = frozenset({"models", "exclude", "checks", "label", "shard"})
+
+
+def selection_flags(request) -> list[str]:
+    """The flags of `request` that chose its model types, as given (none: every type)."""
+    return flags(**{name: getattr(request, name) for name in _SELECTING})
+
+
+def repeat_flags(request) -> list[str]:
+    """The flags that sweep one of `request`'s cells again beside --models and --checks: the
+    options that change what a cell means (those a resume is checked against: policies, device,
+    plugins, ...) and the remote-code directories, where they are not the defaults."""
+    values = {}
+    for option in (*EXPERIMENT, BY_NAME["remote_code"]):
+        value = getattr(request, option.name)
+        if option.name not in _NOT_REPEATED and value not in (None, (), False, option.initial()):
+            values[option.name] = value
+    return flags(**values)
 
 
 def engine_notes(info) -> list[str]:

@@ -219,7 +219,7 @@ def sweep_with_engines(request, events, upgrade_events: UpgradeEvents | None = N
         return EngineOutcome(outcome, (), outcome.files, outcome.gate_hits)
     every = (outcome.run, *runs)
     try:
-        written = tuple(write_report(every, outcome.outdir, expected))
+        written = tuple(write_report(every, outcome.outdir, expected, outcome.previous))  # since the last run too
     except OSError as exc:
         raise InputError(f"cannot write to {outcome.outdir}: {exc.strerror or exc}") from None
     hits = tuple(gate_hits(expected_matrix(list(every), expected), rules)) if rules else ()

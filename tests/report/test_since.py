@@ -23,12 +23,13 @@ def test_the_report_says_what_changed_since_the_run_before_it_in_its_folder(tmp_
     reports = _reports(tmp_path)
     assert main(["report", str(reports / "20261202-020000")]) == 0
     summary = (reports / "20261202-020000" / "summary.md").read_text()
-    assert "#### Since 20261201-020000: 1 new finding, 1 fixed, 1 flaky" in summary
+    assert "#### Since 20261201-020000: the same releases; 1 new finding, 1 fixed, 1 flaky" in summary
     assert "- new: llama build (build → refused)" in summary and "- fixed: gpt2 build (error → build)" in summary
     page = (reports / "20261202-020000" / "report.html").read_text()
     since = page.split('<section id="since">')[1].split("</section>")[0]
     assert '<tr data-change="new" data-type="llama">' in since and '<tr data-change="fixed" data-type="gpt2">' in since
     assert '<tr data-change="flaky" data-type="bert">' in since
+    assert '<code class="repro">auditor sweep --models llama --checks build</code>' in since
     assert page.index('<section id="since">') < page.index('<section id="matrix-section">')
 
 
@@ -39,16 +40,21 @@ def test_the_first_run_and_against_name_what_to_compare_with(tmp_path):
     out = tmp_path / "out"
     assert main(["report", str(reports / "20261201-020000"), "-o", str(out),
                  "--against", str(reports / "20261202-020000")]) == 0
-    assert "#### Since 20261202-020000: 1 new finding, 1 fixed, 0 flaky" in (out / "summary.md").read_text()
+    assert "#### Since 20261202-020000: the same releases; 1 new finding, 1 fixed, 0 flaky" in \
+        (out / "summary.md").read_text()
 
 
-def test_the_run_before_is_the_newest_of_the_same_environment(tmp_path, capsys):
-    """Runs of another Python, transformers or label in the same folder are passed over, and so
-    is a run directory that cannot be read (with a warning): the report compares like with like."""
+def test_the_last_run_is_the_newest_of_the_same_selection_whatever_its_releases(tmp_path, capsys):
+    """Runs of another Python, label or model selection in the same folder are passed over, and so
+    is a run directory that cannot be read (with a warning); a run under other releases is the
+    last run (what a nightly exists to follow), and the section opens with what changed. The rule
+    changed on purpose (issue 39): it compared only runs of the same releases."""
     reports = _reports(tmp_path)  # 20261201-020000, 20261202-020000: both py3.11 tf5.24.0
     write_run(reports / "20261202-030000", [result("llama", "error", signature="E: other python")], python="3.12.1")
     write_run(reports / "20261202-040000", [result("llama", "error", signature="E: other tf")], transformers="5.23.0")
     write_run(reports / "20261202-050000", [result("llama", "error", signature="E: labelled")], label="nightly-gpu")
+    write_run(reports / "20261202-055000", [result("modernbert", "error", signature="E: repro")],
+              selection=("--models", "modernbert"))
     (reports / "20261202-060000").mkdir()
     (reports / "20261202-060000" / "results.jsonl").write_text("not a results file\n")
     newest = write_run(reports / "20261203-020000", [result("llama", "build"), result("bert", "build"),
@@ -56,27 +62,50 @@ def test_the_run_before_is_the_newest_of_the_same_environment(tmp_path, capsys):
     assert main(["report", str(newest)]) == 0
     assert "warning: not comparing with 20261202-060000" in capsys.readouterr().err
     summary = (newest / "summary.md").read_text()
-    assert "#### Since 20261202-020000: 1 new finding, 1 fixed, 0 flaky" in summary  # gpt2 new, llama fixed
+    # The 5.23.0 run (of llama alone) is the last one: llama fixed; gpt2 and bert are new types, one failing.
+    assert "#### Since 20261202-040000: transformers 5.23.0 -\\> 5.24.0; 0 new findings, 1 fixed, 0 flaky; " \
+           "2 new types (1 with findings), 0 removed" in summary
     # A py3.12 run compares with the py3.12 run before it, not with the newer py3.11 ones.
     py312 = write_run(reports / "20261204-020000", [result("llama", "build")], python="3.12.4")
     assert main(["report", str(py312)]) == 0
-    assert "#### Since 20261202-030000: 0 new findings, 1 fixed, 0 flaky" in (py312 / "summary.md").read_text()
+    assert "#### Since 20261202-030000: the same releases; 0 new findings, 1 fixed, 0 flaky" in \
+        (py312 / "summary.md").read_text()
 
 
-def test_earlier_run_reads_only_the_headers_of_other_environments(tmp_path):
+def test_earlier_run_reads_only_the_headers_of_other_selections(tmp_path):
     from auditor.core.results import read_run
     from auditor.report.files import earlier_run
 
     reports = tmp_path / "reports"
-    other = write_run(reports / "1", [result("llama", "build")], torch="2.12.0")
+    other = write_run(reports / "1", [result("llama", "build")], checks=("build", "pickle"))
     (other / "results.jsonl").write_text((other / "results.jsonl").read_text() + "{torn\n{\"kind\": 3}\n")
     run = read_run(write_run(reports / "2", [result("llama", "build")]))
-    assert earlier_run(run).run is None and earlier_run(run).unreadable == ()  # its rows were never read
-    engines = (replace(_engine(), version="0.34.0"),)  # vLLM installed there: another environment
+    found = earlier_run(run)
+    assert found.run is None and found.unreadable == ()  # its rows were never read
+    assert found.why == f"none of the 1 earlier run in {reports.resolve()} is of this selection " \
+                        "(1: checks build,pickle, not build)"
+    engines = (replace(_engine(), version="0.34.0"),)  # vLLM installed there: another release, the same selection
     write_run(reports / "0", [result("llama", "build")], engines=engines)
-    assert earlier_run(run).run is None
-    write_run(reports / "00", [result("llama", "build")], engines=(_engine(),))  # emulated only: the same
-    assert earlier_run(run).run.path.parent.name == "00"
+    assert earlier_run(run).run.path.parent.name == "0"
+
+
+def test_the_nox_layout_compares_a_python_with_its_own_folder_of_the_run_before(tmp_path):
+    """reports/<run-id>/py3.X/: the previous run id's py3.X folder, not the sibling Python's."""
+    from auditor.core.results import read_run
+    from auditor.report.files import earlier_run
+
+    reports = tmp_path / "reports"
+    write_run(reports / "2026-12-01" / "py3.11", [result("llama", "build")], label="py3.11")
+    write_run(reports / "2026-12-01" / "py3.12", [result("llama", "build")], label="py3.12", python="3.12.4")
+    write_run(reports / "2026-12-02" / "py3.12", [result("llama", "build")], label="py3.12", python="3.12.4",
+              transformers="5.25.0")
+    later = read_run(write_run(reports / "2026-12-02" / "py3.11", [result("llama", "error", signature="E: x")],
+                               label="py3.11", transformers="5.25.0"))
+    found = earlier_run(later)
+    assert found.run is not None and found.run.path.parent == (reports / "2026-12-01" / "py3.11").resolve()
+    first = read_run(reports / "2026-12-01" / "py3.11")
+    assert earlier_run(first).run is None
+    assert earlier_run(first).why == f"no earlier run in {reports.resolve()}"
 
 
 def _engine():
