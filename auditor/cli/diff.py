@@ -5,7 +5,10 @@ It also lists config drift: per model type, how its default config changed betwe
 parameters), changes shared by many types once as a group; `--fail-on drift` gates on it.
 
 A regression is a cell (model type and column) that was `build` in BASE and is not in NEW; one
-whose cell passed on a rerun (flaky) or whose failure --expected lists does not make it exit 1.
+whose cell passed on a rerun (flaky) or whose failure --expected lists does not make it exit 1,
+nor one that is part of a type's engine verdict change (a gate the new stop leaves unreached):
+that type counts once, as a type the engine lost, which makes it exit 1. A line per engine says
+what changed for it; --fail-on-engine NAME exits 1 only on the types that engine lost.
 The allow file has one `model_type` or `model_type/column-prefix` per line (a prefix matches
 whole `/` segments: `llava/decorate` covers decorate/legacy and decorate/fixed); `#` starts a comment.
 """
@@ -17,6 +20,7 @@ import sys
 from pathlib import Path
 
 from auditor.cli import EXIT_FINDINGS, EXIT_OK, UsageError, read_results
+from auditor.cli.releases import add_fail_on_engine_argument
 
 
 def add_parser(subparsers) -> None:
@@ -35,6 +39,7 @@ def add_parser(subparsers) -> None:
     p.add_argument("--junit", type=Path, metavar="FILE",
                    help="also write the diff as JUnit XML: the regressions fail, fixes and changed failures "
                         "pass with a note, allowed regressions are skipped")
+    add_fail_on_engine_argument(p)
     p.set_defaults(handler=run_diff)
 
 
@@ -60,4 +65,13 @@ def run_diff(args: argparse.Namespace) -> int:
     drifted = "drift" in args.fail_on and diff.drift is not None and diff.drift.types
     if drifted:
         print(f"auditor: --fail-on drift: {diff.drift.summary()}", file=sys.stderr)
-    return EXIT_FINDINGS if diff.blocking or drifted else EXIT_OK
+    return EXIT_FINDINGS if regressed(diff, args) or drifted else EXIT_OK
+
+
+def regressed(diff, args: argparse.Namespace) -> bool:
+    """With --fail-on-engine: whether one of those engines lost a type; else whether a cell
+    regressed (the allow list, the baseline and a rerun excusing it) or any engine lost a type."""
+    names = tuple(getattr(args, "fail_on_engines", ()) or ())
+    if names:
+        return bool(diff.lost(names))
+    return bool(diff.blocking or diff.lost())

@@ -24,6 +24,17 @@ def add_engine_argument(group) -> None:
                             "own functions, and a transformers the engine excludes is refused before any install")
 
 
+def add_fail_on_engine_argument(group) -> None:
+    """--fail-on-engine, the same on diff, gate and upgrade-check: exit 1 only when one of these
+    engines (names from the engine registry) no longer serves a type it served."""
+    from auditor import engines
+
+    group.add_argument("--fail-on-engine", dest="fail_on_engines", action="append", default=[],
+                       choices=engines.names(), metavar="NAME",
+                       help="exit 1 only when this serving engine lost a type (served before, stopped now), "
+                            "whatever other engines and cells did; repeatable, one of: " + ", ".join(engines.names()))
+
+
 def print_dry_run(steps) -> None:
     """What each step installs (a comment) and its command line, for --dry-run."""
     for step in steps:

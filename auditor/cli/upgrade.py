@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 from auditor.cli import EXIT_INTERRUPTED, EXIT_OK
-from auditor.cli.releases import PrintedEvents, add_engine_argument, print_dry_run
+from auditor.cli.releases import PrintedEvents, add_engine_argument, add_fail_on_engine_argument, print_dry_run
 from auditor.core.errors import InputError
 from auditor.sweeping.options import add_side_arguments
 from auditor.upgrade.check import WHAT, plan_check, run_check
@@ -43,6 +43,7 @@ def add_parser(subparsers) -> None:
     out.add_argument("--allow", type=Path, metavar="FILE", help="regressions to accept, as for `auditor diff`")
     out.add_argument("--fail-on", action="append", default=[], choices=("drift",),
                      help="also exit 1 when a default config drifted, as for `auditor diff`")
+    add_fail_on_engine_argument(out)
     out.add_argument("--resume", action="store_true", help="continue the sweeps already in OUTDIR")
     out.add_argument("--overwrite", action="store_true", help="replace the sweeps already in OUTDIR")
     out.add_argument("--dry-run", action="store_true", help="print the nox commands and stop")
@@ -68,7 +69,8 @@ def run_upgrade_check(args: argparse.Namespace) -> int:
     from auditor.cli.diff import run_diff
 
     code = run_diff(argparse.Namespace(base=plan.base.outdir, new=plan.new.outdir, allow=args.allow,
-                                       output=plan.outdir, junit=None, fail_on=args.fail_on, expected=None))
+                                       output=plan.outdir, junit=None, fail_on=args.fail_on, expected=None,
+                                       fail_on_engines=args.fail_on_engines))
     print("\n".join(f"wrote {p}" for p in outcome.written))
     for side in plan.sides:
         print(f"{side.name}: {side.outdir / 'report.html'}")

@@ -211,6 +211,8 @@ def _engine_changes(base: Run, new: Run, drift: Drift, base_cells: dict, new_cel
     after = _by_engine(verdicts([new]))
     for engine in new.info.engines:
         b, a = before.get(engine.name, {}), after.get(engine.name, {})
+        if not a and not b:
+            continue  # no verdicts of it (a sweep without the backend check): nothing to say of it
         groups: dict[str, list[TypeChange]] = {"lost": [], "gained": [], "moved": [], "undecided": []}
         for model_type in sorted(b.keys() & a.keys()):
             kind = _verdict_kind(b[model_type], a[model_type])

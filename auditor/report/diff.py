@@ -21,6 +21,7 @@ from dataclasses import dataclass, replace
 from auditor.core.outcome import Outcome
 from auditor.core.results import Result, Run
 from auditor.report.baseline import Baseline, expected_matrix
+from auditor.report.changes import Changes, TypeChange, changes
 from auditor.report.drift import Drift, config_drift
 from auditor.report.matrix import column_order, run_cells, run_name
 from auditor.report.statuses import is_ok
@@ -81,7 +82,9 @@ class CellChange:
     after_signature: str = ""
     after_message: str = ""
     allowed: bool = False
-    label: str = ""  # "expected" (the baseline lists it) or "flaky" (a rerun passed): not blocking
+    # "expected" (the baseline lists it), "flaky" (a rerun passed) or "folded" (part of a type's
+    # verdict change, auditor.report.changes: the type counts once, as that): not blocking
+    label: str = ""
 
     @property
     def key(self) -> str:
@@ -156,12 +159,21 @@ class RunDiff:
     unused_allow: tuple[str, ...] = ()
     drift: Drift | None = None  # the default configs' drift (auditor.report.drift), separate from cells
     verdicts: tuple[VerdictChange, ...] = ()  # the engines' verdicts that changed, per engine and type
+    changes: Changes | None = None  # the one count of what changed (auditor.report.changes)
+    allow: AllowList = AllowList()  # the allow list it was made with
 
     @property
     def blocking(self) -> tuple[CellChange, ...]:
         """Regressions no allow-list entry excuses, unconfirmed or expected ones left out: what
         makes `auditor diff` exit 1."""
         return tuple(r for r in self.regressions if not r.allowed and not r.label)
+
+    def lost(self, engines: tuple[str, ...] | None = None) -> tuple[TypeChange, ...]:
+        """The types an engine (of `engines`, registry names; None: any) served and stops now,
+        those the allow list excuses (by type, or type and gate) left out."""
+        found = self.changes.engines if self.changes is not None else ()
+        return tuple(c for e in found if engines is None or e.name in engines for c in e.lost
+                     if not self.allow.allows(c.model_type, c.gate))
 
 
 def side(run: Run) -> Side:
@@ -172,6 +184,8 @@ def side(run: Run) -> Side:
 
 def diff_runs(base: Run, new: Run, allow: AllowList = AllowList(), expected: Baseline | None = None) -> RunDiff:
     before, after = run_cells(base), run_cells(new)
+    found = changes(base, new)
+    folded = {(c.model_type, column) for e in found.engines for c in e.type_changes for column in c.folded}
     labels = {(m, col.column): str(cell.outcome) for m, col, cell in expected_matrix([new], expected).cells()
               if cell.outcome in (Outcome.FLAKY, Outcome.EXPECTED)}
     types_before, types_after = {m for m, _ in before}, {m for m, _ in after}
@@ -191,7 +205,8 @@ def diff_runs(base: Run, new: Run, allow: AllowList = AllowList(), expected: Bas
         elif a is None:
             removed.append(change)
         elif is_ok(b.status.value) and not is_ok(a.status.value):
-            regressions.append(replace(change, allowed=allow.allows(model_type, column), label=labels.get(key, "")))
+            label = labels.get(key, "") or ("folded" if key in folded else "")
+            regressions.append(replace(change, allowed=allow.allows(model_type, column), label=label))
         elif not is_ok(b.status.value) and is_ok(a.status.value):
             fixes.append(change)
         elif not is_ok(a.status.value) and (b.status != a.status or b.signature != a.signature):
@@ -212,6 +227,8 @@ def diff_runs(base: Run, new: Run, allow: AllowList = AllowList(), expected: Bas
         unused_allow=tuple(e for e in allow.entries if e not in used),
         drift=config_drift(base, new),
         verdicts=verdict_changes(base, new),
+        changes=found,
+        allow=allow,
     )
 
 
@@ -229,7 +246,9 @@ def summary_line(diff: RunDiff) -> str:
     allowed = sum(1 for r in diff.regressions if r.allowed and not r.label)
     unconfirmed = sum(1 for r in diff.regressions if r.label == "flaky")
     expected = sum(1 for r in diff.regressions if r.label == "expected")
-    excused = [f"{n} {what}" for n, what in ((allowed, "allowed"), (unconfirmed, "flaky"), (expected, "expected")) if n]
+    folded = sum(1 for r in diff.regressions if r.label == "folded")
+    excused = [f"{n} {what}" for n, what in ((allowed, "allowed"), (unconfirmed, "flaky"), (expected, "expected"),
+                                             (folded, "part of a type's verdict change")) if n]
     parts = [
         _plural(len(diff.regressions), "regression") + (f" ({', '.join(excused)})" if excused else ""),
         _plural(len(diff.fixes), "fix", "fixes"),

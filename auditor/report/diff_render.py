@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from auditor.report import templating
+from auditor.report.changes import text_lines
 from auditor.report.diff import CellChange, RunDiff, summary_line
 from auditor.report.statuses import legend
 
@@ -18,7 +19,8 @@ def render_diff_text(diff: RunDiff) -> str:
     lines = [
         f"base: {diff.base.name}  {diff.base.environment}  ({diff.base.model_types} model types, {diff.base.cells} cells)",
         f"new:  {diff.new.name}  {diff.new.environment}  ({diff.new.model_types} model types, {diff.new.cells} cells)",
-        summary_line(diff),
+        *(text_lines(diff.changes, NAMES_SHOWN) if diff.changes is not None else ()),
+        "cells: " + summary_line(diff),
     ]
 
     def section(title: str, changes: Sequence[CellChange]) -> None:
