@@ -85,6 +85,8 @@ def render_diff_junit(diff: RunDiff) -> str:
     for kind, changes in (("fixed", diff.fixes), ("failure changed", diff.changed)):
         for change in changes:
             _note(_case(suite, change.model_type, change.column), kind, change)
+    if diff.changes is not None:
+        _engine_suite(root, diff)
     out = ET.SubElement(suite, "system-out")
     out.text = safe_text(
         f"{len(diff.added_types)} model types added: {', '.join(diff.added_types) or '-'}\n"
@@ -92,6 +94,39 @@ def render_diff_junit(diff: RunDiff) -> str:
         f"{diff.unchanged} cells unchanged")
     _totals(root)
     return _xml(root)
+
+
+def _engine_suite(root: ET.Element, diff: RunDiff) -> None:
+    """A testcase per engine and changed type (auditor.report.changes, the count every output
+    prints): a type the engine lost fails unless the allow list excuses it; an engine none of
+    whose types changed is one passing testcase that says so."""
+    suite = _suite(root, f"engine verdicts: {diff.base.name} -> {diff.new.name}", diff.new.started)
+    lost = set(diff.lost())
+    for engine in diff.changes.engines:
+        if not engine.type_changes and not engine.new_types and not engine.removed_types:
+            case = _case(suite, engine.label, "unchanged")
+            ET.SubElement(case, "system-out").text = safe_text(engine.line)
+            continue
+        for kind, group in (("lost", engine.lost), ("gained", engine.gained), ("moved", engine.moved),
+                            ("undecided", engine.undecided)):
+            for change in group:
+                case = _case(suite, engine.label, change.model_type)
+                detail = "\n".join(x for x in (f"fault: {change.fault}" if change.fault else "",
+                                               f"config drift: {change.drift}" if change.drift else "",
+                                               f"again: {change.repro}" if change.repro else "") if x)
+                if kind == "lost" and change in lost:
+                    _child(case, "failure", f"{kind}: {change.why}", text=detail, type=change.gate or "lost")
+                elif kind == "lost":
+                    _child(case, "skipped", f"{kind}: {change.why} (excused by the allow list)")
+                else:
+                    ET.SubElement(case, "system-out").text = safe_text(f"{kind}: {change.why}\n{detail}")
+        for kind, names in (("new type", engine.new_types), ("removed type", engine.removed_types)):
+            for name in names:
+                case = _case(suite, engine.label, name)
+                served = " (served)" if name in engine.new_served else ""
+                ET.SubElement(case, "system-out").text = safe_text(f"{kind}{served}")
+    ET.SubElement(suite, "system-out").text = safe_text(
+        "\n".join([diff.changes.headline(), *(e.line for e in diff.changes.engines)]))
 
 
 def _note(case: ET.Element, kind: str, change: CellChange) -> None:

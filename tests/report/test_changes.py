@@ -11,6 +11,7 @@ rows, so that what is tested is how a stop and the cells it leaves unreached cou
 from __future__ import annotations
 
 import json
+import xml.etree.ElementTree as ET
 from dataclasses import replace
 
 import pytest
@@ -89,6 +90,17 @@ def test_every_output_prints_the_same_count(nights, tmp_path, capsys):
     assert "4 part of a type's verdict change" in out  # the diff's cell regressions, folded: none blocks
     assert main(["gate", str(reports / AFTER), "--against", str(reports / BEFORE)]) == 1
     assert "  SGLang 0.5.23: 1 lost of 2" in capsys.readouterr().err
+    junit = tmp_path / "diff.xml"
+    assert main(["diff", str(reports / BEFORE), str(reports / AFTER), "-o", str(tmp_path / "j"),
+                 "--junit", str(junit)]) == 1
+    suite = next(s for s in ET.parse(junit).getroot() if s.get("name").startswith("engine verdicts"))
+    cases = {(c.get("classname"), c.get("name")): c for c in suite.findall("testcase")}
+    sglang = cases[("SGLang 0.5.23", "llama")].find("failure")
+    assert sglang.get("message") == f"lost: now stops at backend/sglang/tp-plan: {STOP}" and "fault: engine" in sglang.text
+    vllm = [c for (engine, _), c in cases.items() if engine.startswith("vLLM")]
+    assert len(vllm) == 1 and vllm[0].get("name") == "unchanged" and vllm[0].find("failure") is None
+    assert "none of your 2 types changed" in vllm[0].find("system-out").text
+    assert suite.get("failures") == "1"
 
 
 def test_fail_on_engine_answers_for_the_engines_a_user_serves_with(nights, tmp_path, capsys):
