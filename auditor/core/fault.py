@@ -7,8 +7,9 @@ holds the vocabulary and the frame rules, and no rule about statuses.
 Who raised an exception is its innermost frame that is not plumbing (the standard library's
 frames, torch's `Module.__getattr__` raising the attribute a caller asked for, a config class's
 attribute hooks): the auditor's own code, code the auditor emulates or wraps (a module or package
-marked `AUDITED = True`: an engine's decorator, its adapter), a serving engine's installed package,
-or anything else (transformers, torch, model code: the model's side).
+marked `AUDITED = True`: an engine's decorator, its adapter), a serving engine's installed package
+or a function the auditor transcribed from it (`transcribe`: the engine's, as if the engine had
+run it), or anything else (transformers, torch, model code: the model's side).
 """
 
 from __future__ import annotations
@@ -17,7 +18,10 @@ import linecache
 import os
 import sys
 import traceback
+from collections.abc import Callable
+from dataclasses import dataclass
 from enum import Enum
+from types import CodeType
 
 
 class Fault(str, Enum):
@@ -63,6 +67,59 @@ class EngineRefusal(Exception):
         self.message = message
         self.gate = gate
         self.extras = dict(extras or {})
+
+
+# -- code transcribed from an engine ---------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Transcription:
+    """A function of the auditor copied or transcribed from an engine's code: the engine (its
+    title), the release it was copied from, and where in that release's wheel (`where`,
+    "sglang/srt/models/transformers.py:71-91"; the engine's release record holds it). What such a
+    function raises is the engine's, as if the engine had run it."""
+
+    engine: str
+    release: str
+    where: str
+    step: str  # the engine's function, or the record's name for the step
+
+    def note(self, at: str) -> str:
+        """The place note a message ends with: the engine's file:line first, then the copy's."""
+        return (f"[{ENGINE_LINE} {self.where} ({self.engine} {self.release}, {self.step}; "
+                f"transcribed at {at})]")
+
+
+# The place notes a message may end with: where, not what (no part of a signature).
+ENGINE_LINE = "raised in the engine's code at"
+# By the code object itself (its id; the registry keeps it alive), not by its value: a copy of
+# the same lines elsewhere is not marked.
+_TRANSCRIBED: dict[int, tuple[CodeType, Transcription]] = {}
+
+
+def transcribe(function: Callable, transcription: Transcription) -> Callable:
+    """Mark `function` (and the functions defined inside it) as transcribed; returns it as it is."""
+    stack = [function.__code__]
+    while stack:
+        code = stack.pop()
+        _TRANSCRIBED[id(code)] = (code, transcription)
+        stack.extend(const for const in code.co_consts if isinstance(const, CodeType))
+    function.__transcription__ = transcription
+    return function
+
+
+def transcription_at(frame) -> Transcription | None:
+    """The transcription a frame runs, None for any other code."""
+    found = _TRANSCRIBED.get(id(frame.f_code))
+    return found[1] if found is not None and found[0] is frame.f_code else None
+
+
+def transcribed_raise(exc: BaseException) -> tuple[Transcription, str] | None:
+    """(transcription, the copy's `file.py:line`) when the innermost non-plumbing frame of `exc`
+    is a transcribed function's; None else."""
+    found = innermost(exc)
+    if found is None or transcription_at(found[0]) is None:
+        return None
+    return transcription_at(found[0]), place(*found)
 
 
 # -- who raised it -------------------------------------------------------------------------------
@@ -149,6 +206,8 @@ def origin(exc: BaseException, engine_package: str = "") -> Origin:
 
 def origin_of_frame(frame, engine_package: str = "") -> Origin:
     """Who a frame's code is (see `origin`)."""
+    if transcription_at(frame) is not None:  # as if the engine had run it
+        return Origin.ENGINE
     path = os.path.abspath(frame.f_code.co_filename)
     if path.startswith(_AUDITOR + os.sep):
         return Origin.AUDITED if _audited(frame.f_globals) else Origin.AUDITOR
@@ -206,7 +265,7 @@ def auditor_bug_at(exc: BaseException, types: tuple[type[BaseException], ...] | 
         return ""
     frame, lineno = found
     path = os.path.abspath(frame.f_code.co_filename)
-    if path.startswith(_AUDITOR + os.sep) and not _audited(frame.f_globals):
+    if path.startswith(_AUDITOR + os.sep) and not _audited(frame.f_globals) and transcription_at(frame) is None:
         return place(frame, lineno)
     return ""
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 
 from auditor.core.fault import (
+    ENGINE_LINE,
     EngineRefusal,
     Fault,
     Origin,
@@ -31,6 +32,7 @@ from auditor.core.fault import (
     per_layer_read,
     place,
     source_line,
+    transcribed_raise,
 )
 from auditor.core.fault import auditor_bug_at as _bug_at
 from auditor.core.fault import is_stdlib as _is_stdlib
@@ -308,6 +310,9 @@ def _at_engine_step(exc: BaseException, failure: Failure, engine_package: str = 
     if read:
         message = per_layer_message(engine_package or "the engine", read["attribute"], read["read_at"], failure.message)
         return Failure(Status.UNSUPPORTED, message, signature_of(message), Fault.ENGINE, failure.extras)
+    if by == Origin.ENGINE.value and ENGINE_LINE not in failure.message and failure.extras.get("raised_at"):
+        message = f"{failure.message} [{ENGINE_LINE} {failure.extras['raised_at']}]"  # the engine's own code
+        return Failure(Status.UNSUPPORTED, message, failure.signature, Fault.ENGINE, failure.extras)
     if by in (Origin.ENGINE.value, Origin.AUDITED.value):
         return _with(failure, Status.UNSUPPORTED, Fault.ENGINE)
     line = source_line(exc)
@@ -333,6 +338,13 @@ def _plain(exc: BaseException, engine_package: str = "") -> Failure:
     """A failure judged by the exception alone: the rules every phase starts from."""
     message = message_of(exc)
     extras = _raised(exc, "", engine_package)
+    copied = transcribed_raise(exc)
+    if copied is not None:  # the engine's line, as if the engine had run it
+        transcription, at = copied
+        extras["transcribed"] = {"engine": transcription.engine, "release": transcription.release,
+                                 "where": transcription.where, "step": transcription.step}
+        return Failure(_plain_status(exc), f"{message} {transcription.note(at)}", signature_of(message),
+                       Fault.ENGINE, extras)
     broken = broken_import(exc, engine_package)
     if broken and not isinstance(exc, ImportError):
         extras["broken_import"] = broken
@@ -468,7 +480,8 @@ _MASKS: tuple[tuple[re.Pattern[str], str], ...] = (
 # The places `classify` appends to a message ("[raised in the model's code at FILE:LINE: code]",
 # "[auditor bug at FILE:LINE]"): where, not what, so no part of a signature.
 _MODEL_LINE = "raised in the model's code at"
-_PLACE_NOTE = re.compile(r" \[(?:" + re.escape(_MODEL_LINE) + r"|auditor bug at) .*\]$", re.S)
+_PLACE_NOTE = re.compile(r" \[(?:" + re.escape(_MODEL_LINE) + "|" + re.escape(ENGINE_LINE) + r"|auditor bug at) .*\]$",
+                         re.S)
 
 
 def signature_of(message: str) -> str:

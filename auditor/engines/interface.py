@@ -22,7 +22,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from auditor.core.engineinfo import EMULATED, EngineInfo
-from auditor.core.fault import EngineRefusal, Origin, origin, per_layer_message, per_layer_read
+from auditor.core.fault import (
+    EngineRefusal,
+    Origin,
+    Transcription,
+    origin,
+    per_layer_message,
+    per_layer_read,
+    transcribe,
+)
 from auditor.core.hints import install_hint
 from auditor.core.status import Failure, Phase, Status, classify, message_of
 
@@ -198,10 +206,26 @@ class EngineRelease:
     the record the installed release picks (`pick_release`)."""
 
     version: str
+    engine: str = ""  # the engine's title: "vLLM"
+    package: str = ""  # the directory `citations` are under in the wheel: "vllm"
     transformers: str  # the release's own requirement on transformers, as its metadata writes it
     torch: str  # the torch it pins
     citations: Mapping[str, str] = field(default_factory=dict)
     changes: tuple[str, ...] = ()
+
+
+def cited(release: EngineRelease, step: str) -> str:
+    """Where `step` is in the release's wheel, from its record: "vllm/config/utils.py:132-160"."""
+    return f"{release.package}/{release.citations[step]}"
+
+
+def transcribed(release: EngineRelease, step: str) -> Callable[[Callable], Callable]:
+    """The one mark of a function copied or transcribed from an engine: `@transcribed(RELEASE,
+    "can_enable_torch_compile")`, `step` the key of its file:line in the release record's
+    `citations` (so that a new release changes one record). What the function raises is the
+    engine's, as if the engine had run it (auditor.core.fault.transcribe)."""
+    transcription = Transcription(release.engine, release.version, cited(release, step), step)
+    return lambda function: transcribe(function, transcription)
 
 
 def pick_release(releases: Sequence[EngineRelease], installed: str | None) -> EngineRelease:

@@ -13,8 +13,8 @@ by `own_policy`, and the checks that decorate leave that policy out. Its rows ar
 from __future__ import annotations
 
 from auditor.engines.common import reads_attention
-from auditor.engines.interface import BuildSettings, CompileSemantics, Engine, EngineRelease, Gate
-from auditor.engines.sglang import build, gates, meeting, modules, own
+from auditor.engines.interface import BuildSettings, CompileSemantics, Engine, Gate
+from auditor.engines.sglang import build, gates, meeting, modules, own, releases
 
 ENGINE = Engine(
     name="sglang",
@@ -39,9 +39,7 @@ ENGINE = Engine(
     build=BuildSettings(build=build.build_like_sglang, observe=reads_attention),
     own_policy="sglang",
     # Every gate and message here cites SGLang 0.5.23's source (its one record).
-    releases=(EngineRelease(version="0.5.23", transformers="==5.19.0", torch="==2.14.1",
-                            citations={"fallback": "srt/models/transformers.py",
-                                       "selection": "srt/model_loader/utils.py"}),),
+    releases=releases.RELEASES,
     prefix="sglang/",
     # With --enable-torch-compile SGLang compiles the whole model's forward,
     # `torch.compile(model.forward, mode=..., dynamic=False)` on CUDA, with dynamo's guards kept (a

@@ -20,7 +20,8 @@ from __future__ import annotations
 import copy
 
 from auditor.engines.common import architecture
-from auditor.engines.interface import Verdict, engine_line
+from auditor.engines.interface import Verdict, engine_line, transcribed
+from auditor.engines.sglang.releases import RELEASE
 
 # model_config.py:2360-2388: the architectures SGLang serves as pooling models.
 _POOLING_ARCHS = frozenset({
@@ -57,8 +58,9 @@ PER_LAYER_READS = {"llm_config": "sglang/srt/utils/hf_transformers/common.py:597
                    "text_config": "sglang/srt/utils/hf_transformers/common.py:605"}
 
 
+@transcribed(RELEASE, "get_hf_text_config")
 def text_config(config):
-    """get_hf_text_config (hf_common.py:547-613) without its attribute patches: the first of
+    """get_hf_text_config without its attribute patches: the first of
     thinker_config (its text_config), llm_config, language_config, text_config, else the config.
     Raises AssertionError where SGLang asserts `num_attention_heads`."""
     arch = (getattr(config, "architectures", None) or [""])[0]
@@ -78,8 +80,9 @@ def text_config(config):
     return config
 
 
+@transcribed(RELEASE, "get_hf_text_config (dict sub-config)")
 def _as_config(sub):
-    """A dict sub-config as SGLang turns it into a PretrainedConfig (hf_common.py:566-571)."""
+    """A dict sub-config as SGLang turns it into a PretrainedConfig."""
     if isinstance(sub, dict):
         from transformers import PretrainedConfig
 
@@ -87,8 +90,9 @@ def _as_config(sub):
     return sub
 
 
+@transcribed(RELEASE, "_is_moe_model")
 def is_moe(config, text, arch: str) -> bool:
-    """_is_moe_model (loader_utils.py:35-69)."""
+    """_is_moe_model."""
     if "moe" in arch.lower() or "mixtral" in arch.lower():
         return True
     for attr in _EXPERT_ATTRS:
@@ -113,16 +117,18 @@ def is_moe(config, text, arch: str) -> bool:
     return False
 
 
+@transcribed(RELEASE, "ModelConfig.is_multimodal")
 def is_multimodal(config, text, arch: str) -> bool:
-    """ModelConfig.is_multimodal for --model-impl transformers (model_config.py:809-827), or a
+    """ModelConfig.is_multimodal for --model-impl transformers, or a
     text config that is not the config (loader_utils.py:83-85)."""
     lm_only = getattr(config, "language_model_only", False)
     sub = config is not text or hasattr(config, "vision_config") or hasattr(config, "audio_config")
     return (not lm_only and (arch in _MULTIMODAL_ARCHS or sub)) or config is not text
 
 
+@transcribed(RELEASE, "_get_transformers_backend_arch")
 def backend_class(config, text, arch: str) -> str:
-    """_get_transformers_backend_arch (loader_utils.py:79-100); every name it makes is a class of
+    """_get_transformers_backend_arch; every name it makes is a class of
     transformers.py's EntryClass (transformers.py:1672-1685)."""
     base = "ForCausalLM"
     if arch in _POOLING_ARCHS:  # not is_generation (model_config.py:801-803)
@@ -189,8 +195,9 @@ def embeddings_gate(model, text) -> Verdict:
     return Verdict(True, f"vocab {vocab_size}, {layers} layers", {"vocab_size": vocab_size, "layers": layers})
 
 
+@transcribed(RELEASE, "can_enable_torch_compile")
 def can_enable_torch_compile(config) -> bool:
-    """transformers.py:71-91, copied: dynamic rope turns compile off."""
+    """SGLang's can_enable_torch_compile, copied: dynamic rope turns compile off."""
     text = getattr(config, "text_config", config)
     rope_scaling = getattr(text, "rope_scaling", None)
     if isinstance(rope_scaling, dict):

@@ -15,7 +15,8 @@ from __future__ import annotations
 import re
 
 from auditor.core.fault import EngineRefusal
-from auditor.engines.interface import Verdict, engine_line
+from auditor.engines.interface import Verdict, engine_line, transcribed
+from auditor.engines.sglang.releases import RELEASE
 
 _FILE = "sglang/srt/models/transformers.py"  # SGLang 0.5.23's TransformersBase, which these copy
 
@@ -30,8 +31,9 @@ _TP_ALIASES = {
 _LANGUAGE_MODEL_CHILD_NAMES = frozenset({"language_model", "text_model", "model", "lm"})  # transformers.py:700
 
 
+@transcribed(RELEASE, "_getattr_first")
 def _getattr_first(obj, names, default=None):
-    """transformers.py:107-113."""
+    """SGLang's _getattr_first."""
     for name in names:
         value = getattr(obj, name, None)
         if value is not None:
@@ -68,8 +70,9 @@ def pp_plan_gate(model, text) -> Verdict:
 
 # -- tensor parallel -----------------------------------------------------------------------------
 
+@transcribed(RELEASE, "_get_model_tp_plan")
 def tp_plan(model, text) -> dict:
-    """_get_model_tp_plan and _infer_tp_plan_from_children (transformers.py:687-745)."""
+    """_get_model_tp_plan and _infer_tp_plan_from_children."""
     plan = (getattr(model, "tp_plan", None) or getattr(model, "_tp_plan", None)
             or getattr(model.config, "base_model_tp_plan", None) or getattr(text, "base_model_tp_plan", None))
     if plan:
@@ -101,8 +104,9 @@ def tp_plan(model, text) -> dict:
     return plan
 
 
+@transcribed(RELEASE, "_normalize_tp_style")
 def normalize_style(style) -> str:
-    """_normalize_tp_style (transformers.py:228-248), raising what SGLang raises."""
+    """_normalize_tp_style, raising what SGLang raises."""
     style = style.lower().replace("-", "_")
     style = _TP_ALIASES.get(style, style)
     if style not in _TP_STYLES:
@@ -110,8 +114,9 @@ def normalize_style(style) -> str:
     return style
 
 
+@transcribed(RELEASE, "_normalize_tp_plan")
 def normalized_plan(plan: dict, normalize=normalize_style) -> dict:
-    """_normalize_tp_plan (transformers.py:747-757)."""
+    """_normalize_tp_plan."""
     normalized = {}
     for pattern, style in plan.items():
         if pattern.startswith("^model\\."):
@@ -201,8 +206,9 @@ def _replaced_experts(child) -> bool:
     return isinstance(child, nn.ModuleList) or bool(params and all(p.ndim == 3 for p in params))
 
 
+@transcribed(RELEASE, "replace_rms_norm_class")
 def replace_rms_norm(norm, hidden_size: int) -> None:
-    """What replace_rms_norm_class (transformers.py:251-280) reads before building SGLang's norm:
+    """What replace_rms_norm_class reads before building SGLang's norm:
     its eps and its weight's size (a 0-d weight raises there)."""
     _getattr_first(norm, ("eps", "variance_epsilon"), 1e-6)
     weight = getattr(norm, "weight", None)
@@ -245,8 +251,9 @@ def attention_gate(model, config, text, layers: int) -> Verdict:
     return Verdict(True, f"{layers} attention instances" + (" (cross attention)" if encoder else ""), extras)
 
 
+@transcribed(RELEASE, "divide")
 def _divide(numerator, denominator):
-    """sglang/srt/distributed/utils.py:68-79."""
+    """SGLang's divide."""
     with engine_line("SGLang", "sglang/srt/distributed/utils.py:70"):  # a missing count (None): SGLang's TypeError
         divisible = numerator % denominator == 0
     _asserted(divisible, f"{numerator} is not divisible by {denominator}")

@@ -13,13 +13,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from auditor.core.fault import EngineRefusal
-from auditor.engines.interface import Verdict, noted
+from auditor.engines.interface import Verdict, noted, transcribed
 from auditor.engines.vllm.build import VLLM_ATTN_IMPL, VLLM_MLA_ATTN_IMPL
 from auditor.engines.vllm.plans import vocab_embeddings, walk
+from auditor.engines.vllm.releases import followed
 
 
+@transcribed(followed(), "interface lookup")
 def _is_interface_lookup(node) -> bool:
-    """fusers/attention.py:27-36."""
+    """vLLM's check for a lookup in ALL_ATTENTION_FUNCTIONS."""
     if isinstance(node, ast.Call):
         node = node.func
     if not isinstance(node, (ast.Attribute, ast.Subscript)):
@@ -36,8 +38,9 @@ def _names(code) -> set[str]:
 
 
 @functools.cache
+@transcribed(followed(), "interface_call")
 def interface_call(forward) -> ast.Call | None:
-    """`interface_call(forward)` (fusers/attention.py:39-65): the one call `forward` makes through
+    """vLLM's `interface_call(forward)`: the one call `forward` makes through
     a name it read from ALL_ATTENTION_FUNCTIONS, or None (none, or more than one).
 
     The source is parsed only when the compiled code (nested functions included) names
@@ -76,14 +79,16 @@ class Dispatch:
     sinks: Callable[[], object]
 
 
+@transcribed(followed(), "fuser keyword")
 def _keyword(call: ast.Call, name: str) -> ast.expr | None:
-    """fusers/attention.py:103-106: the expression of a keyword given exactly once."""
+    """The expression of a keyword given exactly once."""
     values = [kw.value for kw in call.keywords if kw.arg == name]
     return values[0] if len(values) == 1 else None
 
 
+@transcribed(followed(), "fuser resolve")
 def _resolve(node: ast.expr, module) -> object:
-    """fusers/attention.py:68-78: literals and `self.<attr>`, else None."""
+    """The fuser's resolution: literals and `self.<attr>`, else None."""
     if isinstance(node, ast.Constant):
         return node.value
     if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self":
@@ -91,8 +96,9 @@ def _resolve(node: ast.expr, module) -> object:
     return None
 
 
+@transcribed(followed(), "AttentionFuser.scale")
 def _scale(expr: ast.expr | None, module) -> float | None:
-    """AttentionFuser.scale (fusers/attention.py:138-149)."""
+    """AttentionFuser.scale."""
     if expr is None:
         return None
     scale = _resolve(expr, module)
@@ -102,8 +108,9 @@ def _scale(expr: ast.expr | None, module) -> float | None:
     return float(scale)
 
 
+@transcribed(followed(), "AttentionFuser.sinks")
 def _sinks(expr: ast.expr | None, module) -> object:
-    """AttentionFuser.sinks (fusers/attention.py:151-162)."""
+    """AttentionFuser.sinks."""
     import torch.nn as nn
 
     if expr is None:

@@ -16,14 +16,15 @@ from __future__ import annotations
 import functools
 
 from auditor.engines.common import architecture
-from auditor.engines.interface import Verdict, engine_line
+from auditor.engines.interface import Verdict, engine_line, transcribed
 from auditor.engines.vllm.releases import followed
 
 # What the gates copy from a vLLM release (its backend classes, suffix table, num_experts
 # aliases, version floors, and where each was read) is that release's record (releases.py).
 
+@transcribed(followed(), "getattr_iter")
 def getattr_iter(obj, names, default=None):
-    """vllm/config/utils.py:132-160 (without its warning)."""
+    """vLLM's getattr_iter (without its warning)."""
     for name in names:
         if hasattr(obj, name):
             return getattr(obj, name)
@@ -32,8 +33,9 @@ def getattr_iter(obj, names, default=None):
 
 # -- the registry gate ---------------------------------------------------------------------------
 
+@transcribed(followed(), "backend class")
 def backend_class(config, arch: str) -> str:
-    """ModelConfig._get_transformers_backend_cls (model.py:1129-1157) with runner "auto"."""
+    """ModelConfig._get_transformers_backend_cls with runner "auto"."""
     cls = "Transformers"
     cls += "MultiModal" if is_multimodal(config) else ""
     cls += "MoE" if num_experts(config) > 0 else ""
@@ -49,13 +51,15 @@ def backend_class(config, arch: str) -> str:
     return cls
 
 
+@transcribed(followed(), "is_multimodal")
 def is_multimodal(config) -> bool:
-    """`hf_config is not hf_text_config` (model.py:1134, hf_config.py:1258-1272)."""
+    """`hf_config is not hf_text_config`."""
     return config.get_text_config() is not config
 
 
+@transcribed(followed(), "get_num_experts")
 def num_experts(config) -> int:
-    """ModelArchConfigConvertor.get_num_experts (model_arch_config_convertor.py:159-190)."""
+    """ModelArchConfigConvertor.get_num_experts."""
     text = config.get_text_config()
     n = getattr_iter(text, followed().num_experts, 0)
     if isinstance(n, list):
@@ -186,8 +190,9 @@ def default_max_model_len(config) -> float:
     return length
 
 
+@transcribed(followed(), "_iter_rope_parameters")
 def _iter_rope_parameters(config):
-    """hf_config.py:690-699 with is_rope_parameters_nested (hf_config.py:222-230)."""
+    """vLLM's iteration of rope parameters, with is_rope_parameters_nested."""
     from transformers.configuration_utils import ALLOWED_LAYER_TYPES
 
     rope = getattr(config, "rope_parameters", None)

@@ -8,8 +8,9 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Iterator
 
-from auditor.engines.interface import Verdict, engine_line, noted
+from auditor.engines.interface import Verdict, engine_line, noted, transcribed
 from auditor.engines.vllm.gates import getattr_iter, num_experts
+from auditor.engines.vllm.releases import followed
 
 # hf_config.py:70-81 (CONFIG_FIELD_ALIASES["num_experts_per_token"], ["moe_intermediate_size"])
 _TOP_K = ("num_experts_per_tok", "num_experts_per_token", "top_k_experts", "moe_topk", "moe_top_k", "top_k")
@@ -56,8 +57,9 @@ def pp_plan_gate(model) -> Verdict:
     return Verdict(True, f"{source}: {lists[0]}", extras)
 
 
+@transcribed(followed(), "Base._vocab_embeddings")
 def vocab_embeddings(model, config) -> set[int]:
-    """Base._vocab_embeddings (base.py:453-476), as ids. May raise as it does in vLLM: a model
+    """Base._vocab_embeddings, as ids. May raise as it does in vLLM: a model
     whose `get_input_embeddings` is not implemented stops recursive_replace there."""
     import torch.nn as nn
 
@@ -114,8 +116,9 @@ def walk(model, embeddings: set[int]):
             stack.pop()
 
 
+@transcribed(followed(), "Base._vocab_embeddings sizes")
 def _vocab_sizes(config) -> set[int]:
-    """Base._vocab_embeddings' sizes (base.py:456-463)."""
+    """Base._vocab_embeddings' sizes."""
     from transformers import PretrainedConfig as PreTrainedConfig  # the name 4.x and 5.x both have
 
     sizes: set[int] = set()
@@ -127,8 +130,9 @@ def _vocab_sizes(config) -> set[int]:
     return sizes
 
 
+@transcribed(followed(), "replace_linear_class style")
 def unsupported_style(child, style, qual: str) -> str | None:
-    """The message replace_linear_class raises for a style that is not a string (utils.py:128-129)."""
+    """The message replace_linear_class raises for a style that is not a string."""
     return f"ValueError: Unsupported parallel style type {type(style)}, expected str"
 
 

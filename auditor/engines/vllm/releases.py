@@ -70,6 +70,8 @@ _NUM_EXPERTS = ("num_experts", "moe_num_experts", "n_routed_experts", "num_local
 
 V0_33_0 = VllmRelease(
     version="0.33.0",
+    engine="vLLM",
+    package="vllm",
     transformers="<5.21.0,>=5.16.1",
     torch="==2.14.0",
     backend_classes=_BACKEND_CLASSES,
@@ -89,12 +91,27 @@ V0_33_0 = VllmRelease(
         "floor: video inputs": "model_executor/models/transformers/multimodal.py:116",
         "floor: MTP": "model_executor/models/transformers/mtp.py:50",
         "decorator": "compilation/decorators.py",
+        "getattr_iter": "config/utils.py:132-160",
+        "is_multimodal": "config/model.py:1134 (hf_config is not hf_text_config: transformers_utils/config.py:1258-1272)",
+        "get_num_experts": "transformers_utils/model_arch_config_convertor.py:159-190",
+        "interface lookup": "model_executor/models/transformers/fusers/attention.py:27-36",
+        "interface_call": "model_executor/models/transformers/fusers/attention.py:39-65",
+        "fuser keyword": "model_executor/models/transformers/fusers/attention.py:103-106",
+        "fuser resolve": "model_executor/models/transformers/fusers/attention.py:68-78",
+        "AttentionFuser.scale": "model_executor/models/transformers/fusers/attention.py:138-149",
+        "AttentionFuser.sinks": "model_executor/models/transformers/fusers/attention.py:151-162",
+        "Base._vocab_embeddings": "model_executor/models/transformers/base.py:453-476",
+        "Base._vocab_embeddings sizes": "model_executor/models/transformers/base.py:456-463",
+        "replace_linear_class style": "model_executor/models/transformers/utils.py:128-129",
+        "_iter_rope_parameters": "transformers_utils/config.py:690-699 (is_rope_parameters_nested: 222-230)",
         "wrapper": "compilation/wrapper.py (TorchCompileWithNoGuardsWrapper)",
     },
 )
 
 V0_34_0 = VllmRelease(
     version="0.34.0",
+    engine="vLLM",
+    package="vllm",
     transformers="<5.23.0,>=5.16.1",
     torch="==2.14.0",
     backend_classes=_BACKEND_CLASSES,

@@ -1,0 +1,38 @@
+"""SGLang's releases as the emulation copies them: one record each, oldest first.
+
+`citations`: where each step the emulation copies or transcribes (gates.py, modules.py; marked
+`@transcribed(RELEASE, step)`) is in that release's wheel, under sglang/. A new release: diff its
+wheel against the last record's (srt/models/transformers.py, srt/model_loader/utils.py,
+srt/utils/hf_transformers/common.py), copy the record, change what changed, say it in `changes`.
+"""
+
+from __future__ import annotations
+
+from auditor.engines.interface import EngineRelease
+
+V0_5_23 = EngineRelease(
+    version="0.5.23",
+    engine="SGLang",
+    package="sglang",
+    transformers="==5.19.0",
+    torch="==2.14.1",
+    citations={
+        "fallback": "srt/models/transformers.py",
+        "selection": "srt/model_loader/utils.py",
+        "get_hf_text_config": "srt/utils/hf_transformers/common.py:547-613",
+        "get_hf_text_config (dict sub-config)": "srt/utils/hf_transformers/common.py:566-571",
+        "_is_moe_model": "srt/model_loader/utils.py:35-69",
+        "ModelConfig.is_multimodal": "srt/configs/model_config.py:809-827",
+        "_get_transformers_backend_arch": "srt/model_loader/utils.py:79-100",
+        "can_enable_torch_compile": "srt/models/transformers.py:71-91",
+        "_getattr_first": "srt/models/transformers.py:107-113",
+        "_get_model_tp_plan": "srt/models/transformers.py:687-745",
+        "_normalize_tp_style": "srt/models/transformers.py:228-248",
+        "_normalize_tp_plan": "srt/models/transformers.py:747-757",
+        "replace_rms_norm_class": "srt/models/transformers.py:251-280",
+        "divide": "srt/distributed/utils.py:68-79",
+    },
+)
+
+RELEASES: tuple[EngineRelease, ...] = (V0_5_23,)
+RELEASE = RELEASES[-1]  # every gate and message here cites it (its one record)
