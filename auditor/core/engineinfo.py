@@ -35,6 +35,16 @@ class EngineInfo:
     stopping: tuple[str, ...]
     policy: str
     shims: tuple[str, ...] = ()  # "name: what it stands in for", the environment shims its own code ran under
+    # "component: file:line" of each gate in the followed release's wheel, from its release record
+    sources: tuple[str, ...] = ()
+
+    def source(self, column: str) -> str:
+        """Where the followed release has the gate of `column` (`backend/<component>[/<policy>]`):
+        "vllm/config/model.py:1149-1177"; "" where the record says nothing."""
+        component = column.removeprefix("backend/")
+        if self.policy:
+            component = component.removesuffix(f"/{self.policy}")
+        return dict(s.split(": ", 1) for s in self.sources).get(component, "")
 
     @property
     def installed(self) -> bool:
@@ -51,10 +61,11 @@ class EngineInfo:
     def to_json(self) -> dict[str, Any]:
         return {"name": self.name, "title": self.title, "version": self.version, "follows": self.follows,
                 "gates": list(self.gates), "stopping": list(self.stopping), "policy": self.policy,
-                **({"shims": list(self.shims)} if self.shims else {})}
+                **({"shims": list(self.shims)} if self.shims else {}),
+                **({"sources": list(self.sources)} if self.sources else {})}
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> EngineInfo:
         return cls(name=data["name"], title=data["title"], version=data["version"], follows=data["follows"],
                    gates=tuple(data["gates"]), stopping=tuple(data["stopping"]), policy=data.get("policy", ""),
-                   shims=tuple(data.get("shims", ())))
+                   shims=tuple(data.get("shims", ())), sources=tuple(data.get("sources", ())))

@@ -470,7 +470,9 @@ _MASKS: tuple[tuple[re.Pattern[str], str], ...] = (
     # A quoted class name whatever its spelling ('GPT2Model.__init__', 'Qwen2_5_VLTextConfig'), so that
     # one cause (the decorator's positional-argument refusal) is one signature.
     (re.compile(r"'(?!(?:None|NoneType|True|False)')[A-Z][A-Za-z0-9_]*((?:\.\w+)*)'"), r"'<Name>\1'"),
-    (re.compile(r"\b(?!NoneType\b)[A-Z][a-z0-9]+(?:[A-Z][A-Za-z0-9]*)+\b"), "<Name>"),  # CamelCase classes
+    # CamelCase classes; an exception's class name stays, to be searched for (KeyError, ...PerLayerAttributeError)
+    (re.compile(r"\b(?!NoneType\b)(?!\w*(?:Error|Exception|Warning)\b)[A-Z][a-z0-9]+(?:[A-Z][A-Za-z0-9]*)+\b"),
+     "<Name>"),
     (re.compile(r"\b[\w.]*transformers_modules[\w.\-]*"), "transformers_modules.?"),
     (re.compile(r"-?\b\d+(?:\.\d+)?(?:e-?\d+)?\b"), "N"),
     (re.compile(r"\s+"), " "),

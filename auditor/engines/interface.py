@@ -135,6 +135,7 @@ class Gate:
     stops: bool
     emulated: Callable[..., Verdict] | None = None
     own: Callable[..., Verdict] | None = None
+    cites: str = ""  # the key of its file:line in a release record's `citations`
 
 
 @dataclass(frozen=True)
@@ -328,7 +329,14 @@ class Engine:
         return EngineInfo(name=self.name, title=self.title, version=self.version, follows=self.follows,
                           gates=tuple(self.component(g) for g in self.gate_names),
                           stopping=tuple(self.component(g) for g in self.gate_names if g in self.stopping),
-                          policy=self.policy, shims=tuple(f"{name}: {text}" for name, text in sorted(shims.items())))
+                          policy=self.policy, shims=tuple(f"{name}: {text}" for name, text in sorted(shims.items())),
+                          sources=self.sources())
+
+    def sources(self) -> tuple[str, ...]:
+        """"component: file:line" of each gate the followed release's record cites."""
+        release = self.release
+        return tuple(f"{self.component(gate.name)}: {cited(release, gate.cites)}" for gate in self.gates
+                     if gate.cites in release.citations)
 
     def runs_own_code(self, checks: Sequence[str], policies: Sequence[str]) -> bool:
         """Whether a sweep of these checks and policies calls the engine's own code."""

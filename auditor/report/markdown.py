@@ -29,7 +29,7 @@ from auditor.report.serve import headlines, verdicts, where_stopped
 from auditor.report.since import SHOWN as SINCE_SHOWN
 from auditor.report.since import since
 from auditor.report.statuses import rank
-from auditor.report.summary import counted_apart, expected_label, failure_groups, tally
+from auditor.report.summary import auditor_errors, counted_apart, expected_label, failure_groups, tally
 
 LIMIT = 60_000  # characters; below GitHub's 65,536 with room for what a job appends
 NAMES = 3  # model types named in a table cell, when no more than this many have the status
@@ -58,7 +58,7 @@ def render_summary(runs: Sequence[Run], *, limit: int = LIMIT, expected: Baselin
     policies = _policies(runs)
     probes = {col.column: _split(col.column, policies) for col in matrix.columns}
     cells = _cell_texts(matrix)
-    head = "\n".join([*_heading(runs, matrix), *_since(since(runs, previous)), *_top_findings(matrix), "", *_policy_table(matrix, probes, policies, cells), "",
+    head = "\n".join([*_auditor_errors(matrix), *_heading(runs, matrix), *_since(since(runs, previous)), *_top_findings(matrix), "", *_policy_table(matrix, probes, policies, cells), "",
                       *_other_table(matrix, probes, cells), *_break_table(matrix)]).rstrip() + "\n"
     if len(head) > limit:  # only a run with absurdly many columns: keep what fits
         return _cut(head, limit)
@@ -117,6 +117,19 @@ def _since(changes) -> list[str]:
 
 def _fault(fault: str) -> str:
     return f" (fault: {fault})" if fault else ""
+
+
+def _auditor_errors(matrix: Matrix) -> list[str]:
+    """What heads the summary when the auditor itself failed: its cells, a bug of ours, never the model's."""
+    groups = auditor_errors(matrix)
+    if not groups:
+        return []
+    lines = [f"### ⚠ The auditor's own errors: {sum(g.count for g in groups)} cells (a bug of ours, not the models')",
+             ""]
+    lines += [f"- {g.count}: `{_esc(g.signature, CAUSE_WIDTH)}` in {_esc(', '.join(g.columns), 400)} "
+              f"({_esc(', '.join(g.model_types[:NAMES]), 400)}{' ...' if len(g.model_types) > NAMES else ''})"
+              for g in groups[:TOP_FINDINGS]]
+    return [*lines, ""]
 
 
 def _top_findings(matrix: Matrix) -> list[str]:

@@ -27,6 +27,7 @@ from auditor.report.since import since
 from auditor.report.statuses import legend
 from auditor.report.summary import (
     Counts,
+    auditor_errors,
     column_summaries,
     counted_apart,
     environment_counts,
@@ -102,6 +103,7 @@ def render_report(runs: Sequence[Run], title: str = "Model sweep report", expect
         unreachable_types=sorted({model_type for _, model_type in marked}),
         env_chart=horizontal_bars(environment_counts(matrix), "Status counts per environment"),
         failures=all_failures[:FAILURES_SHOWN],
+        auditor_errors=auditor_errors(matrix),
         more_failures=max(0, len(all_failures) - FAILURES_SHOWN),
         apart=counted_apart(matrix),
         graph_breaks=breaks[:BREAKS_SHOWN],

@@ -11,6 +11,7 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from auditor.core.fault import Fault
 from auditor.core.outcome import Outcome, Tally
 from auditor.report.matrix import Cell, Matrix, column_order
 from auditor.report.statuses import rank
@@ -168,8 +169,9 @@ def failure_groups(matrix: Matrix, limit: int | None = 30, outcomes: frozenset[O
     for model_type, col, cell in matrix.cells():
         if cell.outcome not in outcomes or by_baseline not in (None, cell.by_baseline):
             continue
-        signature = cell.cause or f"({cell.status})"
-        by_signature.setdefault(signature, []).append((model_type, col, cell))
+        # The auditor's own errors are never one group with another fault's cells of the same cause.
+        key = (cell.cause or f"({cell.status})", cell.result.fault == Fault.AUDITOR.value)
+        by_signature.setdefault(key, []).append((model_type, col, cell))
     groups = [
         FailureGroup(
             signature=signature,
@@ -181,10 +183,16 @@ def failure_groups(matrix: Matrix, limit: int | None = 30, outcomes: frozenset[O
             expected=sum(1 for _, _, c in hits if c.outcome is Outcome.EXPECTED),
             faults=tuple(f for f, _ in Counter(c.result.fault for _, _, c in hits).most_common() if f),
         )
-        for signature, hits in by_signature.items()
+        for (signature, _), hits in by_signature.items()
     ]
     groups.sort(key=lambda g: (-g.count, g.signature))
     return tuple(groups[:limit] if limit is not None else groups)
+
+
+def auditor_errors(matrix: Matrix) -> tuple[FailureGroup, ...]:
+    """The causes of the cells that are the auditor's own fault (a bug of ours, never the model's),
+    most frequent first: what heads a report that has any."""
+    return tuple(group for group in failure_groups(matrix, limit=None) if group.faults == (Fault.AUDITOR.value,))
 
 
 @dataclass(frozen=True)

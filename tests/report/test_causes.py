@@ -42,3 +42,33 @@ def test_the_common_failures_group_by_cause_and_keep_the_rows_signature(tmp_path
     (group,) = failure_groups(matrix)
     assert group.count == len(NAMES) and group.signature.startswith("TypeError: '<Name>.__init__'")
     assert {cell.signature for _, _, cell in matrix.cells()} == {f"TypeError: '{m}' sig" for m, _ in NAMES}
+
+
+# The rows of transformers 5.25.0's sweep before SGLang's copied line was marked: ergo's SGLang
+# compile row an auditor-error, beside two model errors of the same message.
+NONE_GET = "AttributeError: 'NoneType' object has no attribute 'get'"
+
+
+def _auditor_error_beside_model_errors(tmp_path):
+    from auditor.report.markdown import render_summary
+    from auditor.report.page import render_report
+
+    rows = [result("ergo", "auditor-error", check="backend", component="sglang/compile-compatible",
+                   message=f"{NONE_GET} [auditor bug at auditor/engines/sglang/gates.py:202]", signature=NONE_GET),
+            *(result(m, "error", message=NONE_GET, signature=NONE_GET) for m in ("chameleon", "emu3")),
+            result("llama", "build")]
+    run = read_run(write_run(tmp_path / "run", rows))
+    return build_matrix([run]), render_summary([run]), render_report([run])
+
+
+def test_the_auditors_own_error_is_never_grouped_with_another_fault_and_heads_the_report(tmp_path):
+    from auditor.report.summary import auditor_errors
+
+    matrix, summary, page = _auditor_error_beside_model_errors(tmp_path)
+    groups = {group.faults: group for group in failure_groups(matrix)}
+    assert set(groups) == {("auditor",), ("model",)}
+    assert groups[("auditor",)].model_types == ("ergo",) and groups[("model",)].model_types == ("chameleon", "emu3")
+    assert [g.model_types for g in auditor_errors(matrix)] == [("ergo",)]
+    assert summary.startswith("### ⚠ The auditor's own errors: 1 cells")
+    assert "backend/sglang/compile-compatible (ergo)" in summary.splitlines()[2]
+    assert page.index('id="auditor-errors"') < page.index('id="tally"') < page.index('id="summary"')

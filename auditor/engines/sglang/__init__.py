@@ -24,15 +24,20 @@ ENGINE = Engine(
     # In the order TransformersBase.__init__ meets them. A one-stage run never splits the
     # pipeline, and can_enable_torch_compile turns compile off without stopping the model.
     gates=(
-        Gate("registry", stops=True, emulated=gates.registry_gate, own=own.registry_gate),
-        Gate("attention-backend", stops=True, emulated=gates.attention_backend_gate, own=own.attention_backend_gate),
-        Gate("build", stops=True),  # the build itself (BuildSettings)
-        Gate("embeddings", stops=True, emulated=gates.embeddings_gate),  # inline in __init__: no function of its own
-        Gate("pp-plan", stops=False, emulated=modules.pp_plan_gate, own=own.pp_plan_gate),
-        Gate("tp-plan", stops=True, emulated=modules.tp_plan_gate, own=own.tp_plan_gate),
-        Gate("attention", stops=True, emulated=modules.attention_gate, own=own.attention_gate),
-        Gate("vocab-embed", stops=True, emulated=modules.vocab_embed_gate, own=own.vocab_embed_gate),
-        Gate("compile-compatible", stops=False, emulated=gates.compile_gate, own=own.compile_gate),
+        Gate("registry", stops=True, emulated=gates.registry_gate, own=own.registry_gate,
+             cites="resolve_transformers_arch"),
+        Gate("attention-backend", stops=True, emulated=gates.attention_backend_gate, own=own.attention_backend_gate,
+             cites="attention backend"),
+        Gate("build", stops=True, cites="TransformersBase.__init__"),  # the build itself (BuildSettings)
+        Gate("embeddings", stops=True, emulated=gates.embeddings_gate, cites="input embeddings"),  # inline in __init__: no function of its own
+        Gate("pp-plan", stops=False, emulated=modules.pp_plan_gate, own=own.pp_plan_gate, cites="pipeline_parallel"),
+        Gate("tp-plan", stops=True, emulated=modules.tp_plan_gate, own=own.tp_plan_gate, cites="recursive_replace"),
+        Gate("attention", stops=True, emulated=modules.attention_gate, own=own.attention_gate,
+             cites="_create_attention_instances"),
+        Gate("vocab-embed", stops=True, emulated=modules.vocab_embed_gate, own=own.vocab_embed_gate,
+             cites="replace_vocab_embed_class"),
+        Gate("compile-compatible", stops=False, emulated=gates.compile_gate, own=own.compile_gate,
+             cites="can_enable_torch_compile"),
     ),
     meet=meeting.meet,
     # One observer of the plain build for both engines: SGLang's build differs from it where vLLM's may.

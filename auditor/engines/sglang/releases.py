@@ -31,6 +31,15 @@ V0_5_23 = EngineRelease(
         "_normalize_tp_plan": "srt/models/transformers.py:747-757",
         "replace_rms_norm_class": "srt/models/transformers.py:251-280",
         "divide": "srt/distributed/utils.py:68-79",
+        # the gates, in TransformersBase.__init__'s order (the report names each gate's)
+        "resolve_transformers_arch": "srt/model_loader/utils.py:111-195",
+        "attention backend": "srt/models/transformers.py:607-630",
+        "TransformersBase.__init__": "srt/models/transformers.py:566-662",
+        "input embeddings": "srt/models/transformers.py:632-644",
+        "pipeline_parallel": "srt/models/transformers.py:804-901",
+        "recursive_replace": "srt/models/transformers.py:760-801",
+        "_create_attention_instances": "srt/models/transformers.py:904-955",
+        "replace_vocab_embed_class": "srt/models/transformers.py:958-990",
     },
 )
 
