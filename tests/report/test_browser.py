@@ -345,3 +345,36 @@ def test_a_cause_filters_a_merged_report_too(page, stops_report, tmp_path):
         page.locator(f"p.verdict[data-env='{env}'] ~ table.where-stop[data-engine='vllm'] a.cause",
                      has_text=registry).first.click()
         assert visible_models(page) == expected[(env, "vllm", registry)], env
+
+
+def test_every_cause_of_a_gate_is_one_click_away_with_the_gates_line_and_the_matrix_from_the_first_screen(
+        page, tmp_path):
+    """Five causes at SGLang's registry: the three commonest shown, the other two folded in the
+    table (never dropped), each filtering the matrix; the gate with the followed release's line."""
+    from auditor import engines
+    from tests.report.helpers import result, write_run
+
+    sglang = engines.get("sglang")
+    rows = [result(t, "unsupported", check="backend", component="sglang/registry",
+                   message=f"AmbiguousGlobalPerLayerAttributeError: cause {word}")
+            for t, word in (("a1", "alpha"), ("a2", "beta"), ("a3", "gamma"), ("a4", "delta"), ("a5", "epsilon"))]
+    rows.append(result("llama", "build", check="backend", component="sglang/registry"))
+    run = write_run(tmp_path / "run", rows, engines=(sglang.record(),), checks=("backend",))
+    page.goto((make_report(tmp_path, [run / "results.jsonl"]) / "report.html").as_uri())
+    gate = page.locator("table.where-stop tr[data-gate='backend/sglang/registry']")
+    assert gate.locator("small.src").inner_text() == sglang.record().source("backend/sglang/registry") \
+        == "sglang/srt/model_loader/utils.py:111-195"
+    folded = gate.locator("details.more-causes")
+    assert folded.locator("summary").inner_text() == "and 2 other causes"
+    folded.locator("summary").click()
+    link = folded.locator("a.cause").last
+    assert link.inner_text() == "AmbiguousGlobalPerLayerAttributeError: cause gamma"  # the class name searchable
+    assert gate.locator("a.cause").count() == 5
+    link.click()
+    assert visible_models(page) == ["a3"]
+    page.evaluate("window.scrollTo(0, 0)")
+    to_matrix = page.locator("header.top a.to-matrix")
+    assert to_matrix.bounding_box()["y"] < page.viewport_size["height"]
+    to_matrix.click()
+    top = page.evaluate("document.getElementById('matrix-section').getBoundingClientRect().top")
+    assert page.url.endswith("#matrix-section") and 0 <= top < page.viewport_size["height"]  # on screen now

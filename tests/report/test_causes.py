@@ -72,3 +72,13 @@ def test_the_auditors_own_error_is_never_grouped_with_another_fault_and_heads_th
     assert summary.startswith("### ⚠ The auditor's own errors: 1 cells")
     assert "backend/sglang/compile-compatible (ergo)" in summary.splitlines()[2]
     assert page.index('id="auditor-errors"') < page.index('id="tally"') < page.index('id="summary"')
+
+
+def test_an_exceptions_class_name_stays_in_its_cause_to_be_searched_for():
+    # vLLM's per-layer stop of dots3_note as the one wording (auditor.core.fault.per_layer_message) says it
+    message = ("vLLM reads per-layer attribute 'num_attention_heads' globally at vllm/transformers_utils/config.py:1309: "
+               "AmbiguousGlobalPerLayerAttributeError: 'num_attention_heads' is per-layer in Dots3NoteTextConfig "
+               "(raised KeyError)")
+    cause = cause_of(message)
+    assert "AmbiguousGlobalPerLayerAttributeError" in cause and "KeyError" in cause
+    assert "vllm/transformers_utils/config.py:1309" in cause and "Dots3NoteTextConfig" not in cause
