@@ -320,5 +320,6 @@ def _reader(exc: BaseException) -> str:
         path = os.path.abspath(frame.f_code.co_filename)
         if _plumbing(frame) or frame.f_code.co_name in _ATTRIBUTE_HOOKS or path.startswith(config_files):
             continue
-        return place(frame, lineno)
+        copied = transcription_at(frame)  # a copy reads it where the engine's line does
+        return copied.where if copied is not None else place(frame, lineno)
     return ""

@@ -158,3 +158,15 @@ def test_ergo_s_sglang_compile_row_is_sglangs_fault_naming_its_line(tmp_path):
     assert "sglang/srt/models/transformers.py:71-91" in ergo["message"]
     assert ergo["extras"]["transcribed"]["release"] == "0.5.23"
     assert compile_rows["llama"]["status"] == "build"
+
+
+def test_each_copied_line_takes_its_place_from_the_release_record():
+    """`engine_line(engine, at)` blocks (single lines copied into a gate): `at` is `cited(record, step)`."""
+    literal = []
+    for path in sorted(ENGINES_DIR.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", "") == "engine_line" and len(node.args) > 1:
+                at = node.args[1]
+                if not (isinstance(at, ast.Name) or (isinstance(at, ast.Call) and getattr(at.func, "id", "") == "cited")):
+                    literal.append(f"{path.relative_to(ENGINES_DIR)}:{node.lineno}")
+    assert not literal

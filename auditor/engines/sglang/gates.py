@@ -20,7 +20,7 @@ from __future__ import annotations
 import copy
 
 from auditor.engines.common import architecture
-from auditor.engines.interface import Verdict, engine_line, transcribed
+from auditor.engines.interface import Verdict, cited, engine_line, transcribed
 from auditor.engines.sglang.releases import RELEASE
 
 # model_config.py:2360-2388: the architectures SGLang serves as pooling models.
@@ -54,8 +54,7 @@ def sglang_config(config, model_type: str):
 
 
 # Where get_hf_text_config reads `num_attention_heads` globally (SGLang 0.5.23).
-PER_LAYER_READS = {"llm_config": "sglang/srt/utils/hf_transformers/common.py:597",
-                   "text_config": "sglang/srt/utils/hf_transformers/common.py:605"}
+PER_LAYER_READS = {sub: cited(RELEASE, f"get_hf_text_config: {sub} heads") for sub in ("llm_config", "text_config")}
 
 
 @transcribed(RELEASE, "get_hf_text_config")
@@ -156,7 +155,7 @@ def registry_gate(config, model_cls: type | None = None) -> Verdict:
     # passes on): ModelConfig.__init__ (model_config.py:636) stops there, before any gate.
     at = PER_LAYER_READS["llm_config" if hasattr(config, "llm_config") else "text_config"]
     try:
-        with engine_line("SGLang", at, **extras, where="get_hf_text_config"):
+        with engine_line(RELEASE.engine, at, **extras, where="get_hf_text_config"):
             text = text_config(config)
     except AssertionError:
         return Verdict(False, "AssertionError", {**extras, "where": "get_hf_text_config"})
@@ -189,7 +188,7 @@ def embeddings_gate(model, text) -> Verdict:
     """TransformersBase.__init__ after the build (transformers.py:632-644): `vocab_size` is read
     with `get_input_embeddings().num_embeddings` as getattr's default, which Python evaluates
     first whatever the config has; `num_hidden_layers` with a default of 0."""
-    with engine_line("SGLang", "sglang/srt/models/transformers.py:632-636"):
+    with engine_line(RELEASE.engine, cited(RELEASE, "vocab_size")):
         vocab_size = getattr(text, "vocab_size", model.get_input_embeddings().num_embeddings)
     layers = getattr(text, "num_hidden_layers", 0)
     return Verdict(True, f"vocab {vocab_size}, {layers} layers", {"vocab_size": vocab_size, "layers": layers})

@@ -15,10 +15,8 @@ from __future__ import annotations
 import re
 
 from auditor.core.fault import EngineRefusal
-from auditor.engines.interface import Verdict, engine_line, transcribed
+from auditor.engines.interface import Verdict, cited, engine_line, transcribed
 from auditor.engines.sglang.releases import RELEASE
-
-_FILE = "sglang/srt/models/transformers.py"  # SGLang 0.5.23's TransformersBase, which these copy
 
 _TP_STYLES = frozenset({"colwise", "colwise_rep", "rowwise", "rowwise_rep", "replicate"})
 # transformers.py:230-245
@@ -224,17 +222,17 @@ def attention_gate(model, config, text, layers: int) -> Verdict:
     the config has), `divide` asserting divisibility by the tensor-parallel size, `head_dim**-0.5`
     per layer; an encoder (any module with `is_causal` false, the text config being the config)
     gets cross attention, and `sliding_attention` layers the config's window."""
-    with engine_line("SGLang", f"{_FILE}:906"):
+    with engine_line(RELEASE.engine, cited(RELEASE, "num_attention_heads")):
         num_heads = text.num_attention_heads
-    with engine_line("SGLang", f"{_FILE}:907"):
+    with engine_line(RELEASE.engine, cited(RELEASE, "num_key_value_heads")):
         num_kv_heads = getattr(text, "num_key_value_heads", num_heads)
-    with engine_line("SGLang", f"{_FILE}:908"):
+    with engine_line(RELEASE.engine, cited(RELEASE, "hidden_size")):
         hidden_size = text.hidden_size
-    with engine_line("SGLang", f"{_FILE}:909"):
+    with engine_line(RELEASE.engine, cited(RELEASE, "head_dim")):
         head_dim = getattr(text, "head_dim", hidden_size // num_heads)
-    with engine_line("SGLang", f"{_FILE}:911-913"):
+    with engine_line(RELEASE.engine, cited(RELEASE, "layer_types")):
         layer_types = getattr(text, "layer_types", None) or getattr(config, "layer_types", None)
-    with engine_line("SGLang", f"{_FILE}:914-916"):
+    with engine_line(RELEASE.engine, cited(RELEASE, "sliding_window")):
         window = getattr(text, "sliding_window", None) or getattr(config, "sliding_window", None)
     encoder = any(not getattr(m, "is_causal", True) for m in model.modules() if hasattr(m, "is_causal"))
     if encoder and config != text:
@@ -244,7 +242,7 @@ def attention_gate(model, config, text, layers: int) -> Verdict:
         if layer_types is not None and idx < len(layer_types) and layer_types[idx] == "sliding_attention" \
                 and window is not None:
             sliding += 1
-        with engine_line("SGLang", f"{_FILE}:945-948"):
+        with engine_line(RELEASE.engine, cited(RELEASE, "attention per layer")):
             _divide(num_heads, 1), head_dim**-0.5, _divide(num_kv_heads, 1)
     extras = {"layers": layers, "head_dim": head_dim if isinstance(head_dim, int) else repr(head_dim),
               "cross_attention": encoder, "sliding_layers": sliding}
@@ -254,8 +252,7 @@ def attention_gate(model, config, text, layers: int) -> Verdict:
 @transcribed(RELEASE, "divide")
 def _divide(numerator, denominator):
     """SGLang's divide."""
-    with engine_line("SGLang", "sglang/srt/distributed/utils.py:70"):  # a missing count (None): SGLang's TypeError
-        divisible = numerator % denominator == 0
+    divisible = numerator % denominator == 0  # a missing count (None): SGLang's TypeError
     _asserted(divisible, f"{numerator} is not divisible by {denominator}")
     return numerator // denominator
 

@@ -40,6 +40,17 @@ V0_5_23 = EngineRelease(
         "recursive_replace": "srt/models/transformers.py:760-801",
         "_create_attention_instances": "srt/models/transformers.py:904-955",
         "replace_vocab_embed_class": "srt/models/transformers.py:958-990",
+        # single lines the emulation copies (`engine_line` blocks)
+        "get_hf_text_config: llm_config heads": "srt/utils/hf_transformers/common.py:597",
+        "get_hf_text_config: text_config heads": "srt/utils/hf_transformers/common.py:605",
+        "vocab_size": "srt/models/transformers.py:632-636",
+        "num_attention_heads": "srt/models/transformers.py:906",
+        "num_key_value_heads": "srt/models/transformers.py:907",
+        "hidden_size": "srt/models/transformers.py:908",
+        "head_dim": "srt/models/transformers.py:909",
+        "layer_types": "srt/models/transformers.py:911-913",
+        "sliding_window": "srt/models/transformers.py:914-916",
+        "attention per layer": "srt/models/transformers.py:945-948",
     },
 )
 

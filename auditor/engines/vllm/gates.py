@@ -16,7 +16,7 @@ from __future__ import annotations
 import functools
 
 from auditor.engines.common import architecture
-from auditor.engines.interface import Verdict, engine_line, transcribed
+from auditor.engines.interface import Verdict, cited, engine_line, transcribed
 from auditor.engines.vllm.releases import followed
 
 # What the gates copy from a vLLM release (its backend classes, suffix table, num_experts
@@ -90,7 +90,7 @@ def _registry_gate(config, model_type: str, model_cls: type | None) -> Verdict:
         return Verdict(False, "ValueError: No model architectures are specified")
     extras: dict = {"architecture": arch}
     text = config.get_text_config()
-    with engine_line("vLLM", f"vllm/{followed().citations['per-layer read']}"):  # get_hf_text_config's check
+    with engine_line(followed().engine, cited(followed(), "per-layer read")):  # get_hf_text_config's check
         lacks_heads = text is not config and not hasattr(text, "num_attention_heads")
     if lacks_heads:
         return Verdict(False, "ValueError: The text_config extracted from the model config does not have "

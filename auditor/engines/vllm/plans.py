@@ -8,7 +8,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Iterator
 
-from auditor.engines.interface import Verdict, engine_line, noted, transcribed
+from auditor.engines.interface import Verdict, cited, engine_line, noted, transcribed
 from auditor.engines.vllm.gates import getattr_iter, num_experts
 from auditor.engines.vllm.releases import followed
 
@@ -46,7 +46,7 @@ def pp_plan_gate(model) -> Verdict:
         module = model.get_decoder()
         names = [n for n, c in module.named_children() if next(c.parameters(), None) is not None]
         source = "inferred"
-    with engine_line("vLLM", "vllm/model_executor/models/transformers/base.py:386-425"):
+    with engine_line(followed().engine, cited(followed(), "Base.pipeline_parallel")):
         lists = [name for name in names if isinstance(attrgetter(name)(module), nn.ModuleList)]
     extras = {"plan": source, "module_lists": lists}
     if len(lists) > 1:
