@@ -1,5 +1,5 @@
 """nox sessions: the sweep per Python version, the merged report, the nightly history,
-the two sides of `auditor upgrade-check`, the vLLM sweep, tests and lint.
+the two sides of `auditor upgrade-check`, the vLLM sweep, tests, the docs and lint.
 
 Environment variables (all optional):
   AUDITOR_RUN_ID        run directory under reports/ (default: today's UTC date, YYYY-MM-DD)
@@ -236,6 +236,14 @@ def sglang(session: nox.Session, release: str) -> None:
 def tests(session: nox.Session) -> None:
     _install(session, "[test]")
     session.run("python", "-m", "pytest", "-q", *session.posargs)
+
+
+@nox.session(python=MAIN_PYTHON)
+def docs(session: nox.Session) -> None:
+    """The docs site under docs/, built with --strict into build/docs-site/; its reference pages are
+    generated from the code (docs/hooks/reference.py), so the project is installed with it."""
+    _install(session, "[docs]")
+    session.run("python", "-m", "mkdocs", "build", "--strict", *session.posargs)
 
 
 @nox.session(python=MAIN_PYTHON)

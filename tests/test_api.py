@@ -1,4 +1,4 @@
-"""The Python API: the README's "Use from Python" example, run as it stands there, in a fresh
+"""The Python API: the docs' example (docs/examples/api_example.py, included in docs/python-api.md), run as it stands, in a fresh
 interpreter (a real sweep of real model types), and what `import auditor` costs."""
 
 from __future__ import annotations
@@ -9,17 +9,18 @@ import sys
 
 from tests.conftest import ROOT, auditor_env
 
-
-def _readme_example() -> str:
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = readme.split("## Use from Python", 1)[1].split("\n## ", 1)[0]
-    blocks = re.findall(r"```python\n(.*?)```", section, flags=re.S)
-    assert len(blocks) == 1, "the section should hold exactly one Python example"
-    return blocks[0]
+EXAMPLE = ROOT / "docs" / "examples" / "api_example.py"
 
 
-def test_the_readme_example_runs(tmp_path):
-    proc = subprocess.run([sys.executable, "-c", _readme_example()], cwd=tmp_path, env=auditor_env(),
+def test_the_docs_include_the_example():
+    page = (ROOT / "docs" / "python-api.md").read_text(encoding="utf-8")
+    assert '--8<-- "examples/api_example.py:example"' in page
+    assert re.search(r"# --8<-- \[start:example\]\n.*# --8<-- \[end:example\]", EXAMPLE.read_text(), flags=re.S)
+
+
+def test_the_docs_example_runs(tmp_path):
+    # As `-c` text, as a reader pastes it: a script file would be re-run by every spawned worker.
+    proc = subprocess.run([sys.executable, "-c", EXAMPLE.read_text(encoding="utf-8")], cwd=tmp_path, env=auditor_env(),
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout

@@ -196,8 +196,8 @@ def test_the_engine_name_checker_finds_each_way_of_naming():
                                      "line 4: vllm.config", "line 5: auditor.engines.sglang.own"]
 
 
-def test_the_readme_layout_names_every_layer_in_the_order_of_layers():
-    readme = (PACKAGE.parent / "README.md").read_text(encoding="utf-8")
-    section = readme.split("## Layout", 1)[1].split("```", 2)[1]
+def test_the_docs_layout_names_every_layer_in_the_order_of_layers():
+    page = (PACKAGE.parent / "docs" / "development" / "layout.md").read_text(encoding="utf-8")
+    section = page.split("```", 2)[1]
     named = [match.group(1) for match in re.finditer(r"^  ([a-z_]+)/ ", section, flags=re.M)]
-    assert named == [*LAYERS, *BESIDE], "README's Layout lists the layers out of order or misses one"
+    assert named == [*LAYERS, *BESIDE], "docs/development/layout.md lists the layers out of order or misses one"
