@@ -17,7 +17,12 @@ import sys
 from pathlib import Path
 
 from auditor.cli import EXIT_INTERRUPTED, EXIT_OK
-from auditor.cli.releases import PrintedEvents, add_engine_argument, add_fail_on_engine_argument, print_dry_run
+from auditor.cli.releases import (
+    PrintedEvents,
+    add_engine_argument,
+    add_fail_on_engine_argument,
+    print_dry_run,
+)
 from auditor.core.errors import InputError
 from auditor.sweeping.options import add_side_arguments
 from auditor.upgrade.check import WHAT, plan_check, run_check
