@@ -117,9 +117,8 @@ def transcribed_raise(exc: BaseException) -> tuple[Transcription, str] | None:
     """(transcription, the copy's `file.py:line`) when the innermost non-plumbing frame of `exc`
     is a transcribed function's; None else."""
     found = innermost(exc)
-    if found is None or transcription_at(found[0]) is None:
-        return None
-    return transcription_at(found[0]), place(*found)
+    transcription = transcription_at(found[0]) if found is not None else None
+    return None if transcription is None else (transcription, place(*found))
 
 
 # -- who raised it -------------------------------------------------------------------------------

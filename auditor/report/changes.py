@@ -149,11 +149,10 @@ class Changes:
         return f"Since {self.against}: " + "; ".join(parts)
 
 
-def changes(base: Run, new: Run) -> Changes:
-    """What changed from `base` to `new` (see the module)."""
-    from auditor.report.since import environment_changes
-
-    drift = config_drift(base, new)
+def changes(base: Run, new: Run, drift: Drift | None = None) -> Changes:
+    """What changed from `base` to `new` (see the module); `drift`: their config drift where the
+    caller has it already (auditor.report.diff does)."""
+    drift = config_drift(base, new) if drift is None else drift
     before, after = _cells(base), _cells(new)
     engines = tuple(_engine_changes(base, new, drift, before, after))
     folded_cells = {(c.model_type, column) for e in engines for c in e.type_changes
@@ -175,6 +174,24 @@ def changes(base: Run, new: Run) -> Changes:
                    tuple(notes["new"]), tuple(notes["fixed"]), tuple(notes["flaky"]),
                    tuple(sorted(new_types - base_types)), tuple(sorted(base_types - new_types)), folded,
                    tuple(sorted(failing_new)))
+
+
+def environment_changes(before: RunInfo, after: RunInfo) -> tuple[str, ...]:
+    """`transformers 5.24.0 -> 5.25.0`, torch, each engine's version: what changed in the
+    environment between two runs of one selection (() when nothing did)."""
+    found = [f"{what} {b} -> {a}" for what, b, a in (("transformers", before.transformers, after.transformers),
+                                                       ("torch", before.torch, after.torch)) if b != a]
+    engines_before = {e.name: e for e in before.engines}
+    for engine in after.engines:
+        was = engines_before.get(engine.name)
+        b, a = (_engine_version(was) if was else "absent"), _engine_version(engine)
+        if b != a:
+            found.append(f"{engine.title} {b} -> {a}")
+    return tuple(found)
+
+
+def _engine_version(engine) -> str:
+    return engine.version if engine.installed else f"emulated {engine.follows}"
 
 
 def _cells(run: Run) -> dict:

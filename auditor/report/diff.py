@@ -184,7 +184,8 @@ def side(run: Run) -> Side:
 
 def diff_runs(base: Run, new: Run, allow: AllowList = AllowList(), expected: Baseline | None = None) -> RunDiff:
     before, after = run_cells(base), run_cells(new)
-    found = changes(base, new)
+    drift = config_drift(base, new)
+    found = changes(base, new, drift)
     folded = {(c.model_type, column) for e in found.engines for c in e.type_changes for column in c.folded}
     labels = {(m, col.column): str(cell.outcome) for m, col, cell in expected_matrix([new], expected).cells()
               if cell.outcome in (Outcome.FLAKY, Outcome.EXPECTED)}
@@ -225,7 +226,7 @@ def diff_runs(base: Run, new: Run, allow: AllowList = AllowList(), expected: Bas
         added_cells=tuple(added), removed_cells=tuple(removed),
         unchanged=unchanged,
         unused_allow=tuple(e for e in allow.entries if e not in used),
-        drift=config_drift(base, new),
+        drift=drift,
         verdicts=verdict_changes(base, new),
         changes=found,
         allow=allow,

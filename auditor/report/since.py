@@ -9,7 +9,8 @@ Which run is the last one is a rule of this module too (`same_selection`): a rep
 hold the nightly runs of several Pythons, labels or shards side by side, and one-off runs of other
 model types; a run compared with another selection would list every type it did not select as
 removed. Releases are what a nightly exists to follow: a run under transformers 5.25.0 compares
-with the night before under 5.24.0, and the section opens with that (`environment_changes`).
+with the night before under 5.24.0, and the section opens with that
+(auditor.report.changes.environment_changes).
 Pure: runs in, Changes out (report/files.py reads the reports folder).
 """
 
@@ -44,24 +45,6 @@ def differences(info: RunInfo, other: RunInfo) -> list[str]:
     """What makes `other` another selection than `info` ("label nightly, not ''"); [] when none."""
     ours, theirs = _selection(info), _selection(other)
     return [f"{what} {_shown(theirs[what])}, not {_shown(ours[what])}" for what in ours if ours[what] != theirs[what]]
-
-
-def environment_changes(before: RunInfo, after: RunInfo) -> tuple[str, ...]:
-    """`transformers 5.24.0 -> 5.25.0`, torch, each engine's version: what changed in the
-    environment between two runs of one selection (() when nothing did)."""
-    found = [f"{what} {b} -> {a}" for what, b, a in (("transformers", before.transformers, after.transformers),
-                                                       ("torch", before.torch, after.torch)) if b != a]
-    engines_before = {e.name: e for e in before.engines}
-    for engine in after.engines:
-        was = engines_before.get(engine.name)
-        b, a = (_engine_version(was) if was else "absent"), _engine_version(engine)
-        if b != a:
-            found.append(f"{engine.title} {b} -> {a}")
-    return tuple(found)
-
-
-def _engine_version(engine) -> str:
-    return engine.version if engine.installed else f"emulated {engine.follows}"
 
 
 def _selection(info: RunInfo) -> dict[str, object]:
