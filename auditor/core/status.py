@@ -486,9 +486,14 @@ _PLACE_NOTE = re.compile(r" \[(?:" + re.escape(_MODEL_LINE) + "|" + re.escape(EN
                          re.S)
 
 
+def without_place(message: str) -> str:
+    """The message without the place note `classify` appended (where it was raised, not what)."""
+    return _PLACE_NOTE.sub("", message)
+
+
 def signature_of(message: str) -> str:
     """Normalize a message (`Type: text`) so that the same failure in two models looks the same."""
-    head, sep, rest = _PLACE_NOTE.sub("", message).partition(": ")
+    head, sep, rest = without_place(message).partition(": ")
     if not sep:
         return head.strip()
     for pattern, replacement in _MASKS:
