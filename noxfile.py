@@ -2,7 +2,8 @@
 the two sides of `auditor upgrade-check`, the vLLM sweep, tests, the docs and lint.
 
 Environment variables (all optional):
-  AUDITOR_RUN_ID        run directory under reports/ (default: today's UTC date, YYYY-MM-DD)
+  AUDITOR_RUN_ID        run directory under reports/, one name as `auditor sweep --run-id` takes
+                        (default: today's UTC date, YYYY-MM-DD)
   AUDITOR_TORCH         torch version installed first in every venv (default 2.13.0)
   AUDITOR_TORCH_INDEX   index URL for torch only, e.g. https://download.pytorch.org/whl/cpu
   AUDITOR_TRANSFORMERS  pip requirement for transformers: "transformers==5.18.0", a wheel or a
@@ -63,8 +64,16 @@ def _pyenv_paths() -> list[str]:
 os.environ["PATH"] = os.pathsep.join([os.environ.get("PATH", ""), *_pyenv_paths()])
 
 
-def _run_id() -> str:
-    return os.environ.get("AUDITOR_RUN_ID") or datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
+def _run_id(session: nox.Session) -> str:
+    """AUDITOR_RUN_ID, or today's UTC date: one name under reports/, by the sweep's --run-id rule."""
+    from auditor.core.errors import InputError
+    from auditor.core.results import check_run_id
+
+    text = os.environ.get("AUDITOR_RUN_ID") or datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
+    try:
+        return check_run_id(text, "AUDITOR_RUN_ID")
+    except InputError as exc:
+        session.error(str(exc))
 
 
 def _run_pythons() -> list[str]:
@@ -78,7 +87,7 @@ def _run_transformers(session: nox.Session) -> str:
     the first session and kept in reports/<run-id>/transformers.txt for the others."""
     if os.environ.get("AUDITOR_TRANSFORMERS"):
         return os.environ["AUDITOR_TRANSFORMERS"]
-    kept = REPORTS / _run_id() / "transformers.txt"
+    kept = REPORTS / _run_id(session) / "transformers.txt"
     if kept.is_file():
         requirement = kept.read_text().split("\n", 1)[0].strip()
         session.log(f"transformers for this run: {requirement} ({kept})")
@@ -118,7 +127,7 @@ def sweep(session: nox.Session) -> None:
         session.warn(f"Ray does not install on Python {session.python}: the pickle check's Ray column is skipped")
         _install(session, "", transformers)
     label = f"py{session.python}"
-    out = REPORTS / _run_id() / label
+    out = REPORTS / _run_id(session) / label
     fresh = () if "--resume" in session.posargs else ("--overwrite",)
     expected = _expected(label)  # its report.html and summary.md show the known failures as expected
     known = ("--expected", str(expected)) if expected.is_file() else ()
@@ -133,7 +142,7 @@ def _expected(python: str) -> Path:
 @nox.session(python=MAIN_PYTHON, reuse_venv=True)
 def report(session: nox.Session) -> None:
     """One HTML+CSV matrix of every Python version's sweep of the run, in reports/<run-id>/."""
-    run_dir = REPORTS / _run_id()
+    run_dir = REPORTS / _run_id(session)
     sweeps = sorted(str(p) for p in run_dir.glob("py3.*") if (p / "results.jsonl").is_file())
     if not sweeps:
         session.error(f"no sweeps in {run_dir}/py3.*/ (set AUDITOR_RUN_ID to the run to report)")
@@ -147,7 +156,7 @@ def history(session: nox.Session) -> None:
 
     Each reports/<run-id>/py3.X/ is copied to reports/history/py3.X/<run-id>/; each Python's
     history gets index.html, and every night its diff.html against the night before."""
-    run_id = _run_id()
+    run_id = _run_id(session)
     sweeps = sorted(p for p in (REPORTS / run_id).glob("py3.*") if (p / "results.jsonl").is_file())
     if not sweeps:
         session.error(f"no sweeps in {REPORTS / run_id}/py3.*/")
@@ -211,7 +220,7 @@ def vllm(session: nox.Session, release: str) -> None:
     # upgrade-check with vLLM on both sides: installs it twice more (GBs), so only here.
     session.run("python", "-m", "pytest", "-q", "tests/engines/test_vllm_upgrade_check.py",
                 env={"AUDITOR_VLLM_UPGRADE": "1"})
-    out = REPORTS / _run_id() / f"vllm-{release}"
+    out = REPORTS / _run_id(session) / f"vllm-{release}"
     session.run("auditor", "sweep", "--checks", "build,decorate,backend,serves", "--policies", "legacy,vllm",
                 "-o", str(out), "--overwrite", "--label", f"vllm {release}", *session.posargs)
     session.run("auditor", "agree", str(out), "--policies", "legacy,vllm")
@@ -226,7 +235,7 @@ def sglang(session: nox.Session, release: str) -> None:
     # SGLang pins its own torch and transformers (sglang 0.5.23: torch 2.14.1, transformers 5.19.0).
     session.install("--upgrade", "-e", ".[test]", f"sglang=={release}")
     session.run("python", "-m", "pytest", "-q", "tests/engines/test_sglang_own.py")
-    out = REPORTS / _run_id() / f"sglang-{release}"
+    out = REPORTS / _run_id(session) / f"sglang-{release}"
     session.run("auditor", "sweep", "--checks", "backend", "--policies", "fixed,sglang",
                 "-o", str(out), "--overwrite", "--label", f"sglang {release}", *session.posargs)
     session.run("auditor", "agree", str(out), "--policies", "fixed,sglang")

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # A venv with vLLM (its own torch build) and the auditor, for the engine's own-code tests.
 #   scripts/install_vllm.sh VENV [VERSION] [TRANSFORMERS]
+# (no VERSION: the newest release record's, with its tested transformers: scripts/engine_release.py)
 # First a plain `pip install vllm==VERSION`. Where the package index lacks one of its pins (this
 # project's CI index lacks flashinfer-python==0.7.3, which vLLM 0.34.0 pins), the requirements from
 # the wheel's own METADATA are installed with that pin relaxed to the nearest release the index has
@@ -8,18 +9,25 @@
 # developers take this second path; the auditor's own installs (`--engine`, upgrade-check) do not.
 set -euo pipefail
 venv=${1:?usage: install_vllm.sh VENV [VERSION] [TRANSFORMERS]}
-version=${2:-0.34.0}
-transformers=${3:-}
 repo="$(cd "$(dirname "$0")/.." && pwd)"
+
+python3 -m venv "$venv"
+. "$venv/bin/activate"
+pip install -q --upgrade pip packaging >/dev/null
+# No VERSION: the release the records test (the newest record) and its tested transformers.
+if [ -z "${2:-}" ]; then
+  read -r version tested < <(python "$repo/scripts/engine_release.py" vllm)
+  transformers=${3:-$tested}
+else
+  version=$2
+  transformers=${3:-}
+fi
+echo "install_vllm: vllm==$version${transformers:+ with transformers==$transformers}" >&2
 
 # The locked set for this release where the project has one (constraints/vllm-VERSION.txt): every pip
 # call below installs within it, so a new release of any dependency cannot change what CI tests.
 lock="$repo/constraints/vllm-$version.txt"
 [ -f "$lock" ] && export PIP_CONSTRAINT="$lock"
-
-python3 -m venv "$venv"
-. "$venv/bin/activate"
-pip install -q --upgrade pip packaging >/dev/null
 extra=()
 [ -n "$transformers" ] && extra+=("transformers==$transformers")
 err=$(mktemp)
@@ -58,5 +66,5 @@ EOF
 fi
 # The auditor without touching the engine's pins, and what its tests need.
 pip install -q --no-deps -e "$repo"
-pip install -q pytest psutil pandas jinja2 accelerate cloudpickle tqdm
+pip install -q pytest pytest-xdist psutil pandas jinja2 accelerate cloudpickle tqdm
 python -c "import vllm, transformers, torch; print('vllm', vllm.__version__, 'transformers', transformers.__version__, 'torch', torch.__version__)"

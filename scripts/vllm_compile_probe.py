@@ -11,7 +11,7 @@ vLLM serves it. Per length: `compiled` (equal to eager within the dtype's tolera
 auditor.checks.compile_trial.compare), `differs (max diff)`, `crashed (message)`; and the number
 of graphs the backend compiled. A type that stops earlier says where (`build`, `decorate`, `eager`, ...). After a
 first compile that fails, vLLM has no graph: the later lengths are not run. --plugin imports a
-file that registers model types (tests/compile/plugin_models.py); --json prints one JSON object a
+file that registers model types (tests/checks/compile/plugin_models.py); --json prints one JSON object a
 type instead of the table. Fed as the compile check feeds a decoder (auditor.models.inputs).
 """
 

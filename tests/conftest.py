@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Sequence
@@ -101,25 +102,91 @@ def flaky_sweeps(tmp_path_factory) -> dict[str, tuple[Path, subprocess.Completed
     return {name: (plans[name][0], proc) for name, proc in done.items()}
 
 
-def pytest_collection_finish(session):
-    """The real-release commands of tests/tooling start now, beside the rest of the suite."""
-    from tests.tooling import early
+# Test files that share something no one of them owns run in one xdist worker (`-n`): the
+# real-release commands of tests/upgrade/early.py use the side venvs and their lock, one after
+# another; the flaky sweeps are one session fixture. Any other file is a group of its own, so its
+# module-scoped sweep runs once.
+SHARED_GROUPS = {
+    "side-venvs": ("tests/upgrade/test_upgrade_real.py", "tests/upgrade/test_bisect_real.py",
+                   "tests/upgrade/test_wheel_install.py"),
+    "flaky-sweeps": ("tests/sweeping/test_confirm.py", "tests/report/test_nightly.py",
+                     "tests/report/test_expected_view.py"),
+}
+_GROUP_OF = {path: group for group, paths in SHARED_GROUPS.items() for path in paths}
 
-    early.start(session.items)
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """xdist's scheduler of whole groups (a file, or the group its file shares): `--dist loadfile`
+    with SHARED_GROUPS (xdist's `xdist_group` marks are lost on pytest 9, whose node ids they
+    rewrite)."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class FileGroups(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            path = nodeid.split("::", 1)[0]
+            return _GROUP_OF.get(path, path)
+
+    return FileGroups(config, log)
+
+
+def pytest_collection_finish(session):
+    """The real-release commands of tests/upgrade start now, beside the rest of the suite; in an
+    xdist worker, the one worker that runs their tests runs them when asked (early.result)."""
+    from tests.upgrade import early
+
+    if not hasattr(session.config, "workerinput"):
+        early.start(session.items)
 
 
 def pytest_sessionfinish(session):
-    from tests.tooling import early
+    from tests.upgrade import early
 
     early.stop()
 
 
 def pytest_terminal_summary(terminalreporter):
     """The background commands' own time, which their tests' durations do not show."""
-    from tests.tooling import early
+    from tests.upgrade import early
 
     found = early.seconds()
     if found:
-        terminalreporter.write_sep("=", "background commands (tests/tooling/early.py)")
+        terminalreporter.write_sep("=", "background commands (tests/upgrade/early.py)")
         for name, taken in found.items():
             terminalreporter.write_line(f"{taken:8.1f}s  {name}")
+
+
+# A real headless Chromium for the browser tests (report pages, the atlas site): one per session,
+# shared by every folder (a second session's Playwright in the same thread cannot start), skipped
+# with a reason when it is missing.
+@pytest.fixture(scope="session")
+def browser():
+    sync_api = pytest.importorskip("playwright.sync_api",
+                                   reason="playwright is not installed: pip install playwright")
+    executable = shutil.which("chromium") or shutil.which("chromium-browser")
+    if executable is None:
+        pytest.skip("chromium is not installed: apt-get install -y chromium")
+    with sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=executable,
+            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"],
+        )
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def page(browser):
+    """A fresh page that fails the test on any JavaScript error, dialog or network request."""
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    page = context.new_page()
+    problems: list[str] = []
+    page.on("pageerror", lambda exc: problems.append(f"page error: {exc}"))
+    page.on("console", lambda msg: problems.append(f"console {msg.type}: {msg.text}") if msg.type == "error" else None)
+    page.on("dialog", lambda dialog: (problems.append(f"dialog: {dialog.message}"), dialog.dismiss()))
+    page.on("request", lambda req: None if req.url.startswith(("file:", "data:", "about:"))
+            else problems.append(f"network request: {req.url}"))
+    page.problems = problems
+    yield page
+    context.close()
+    assert problems == []

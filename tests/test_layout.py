@@ -16,12 +16,13 @@ PACKAGE = Path(__file__).resolve().parents[1] / "auditor"
 # Lowest first: a layer may import the layers before it, never one after it. `report` stands
 # beside the sweep's stack and may use `core` only; `sweeping` (the steps of a sweep, which write
 # the tables), `upgrade` (the runners of upgrade-check, bisect and versions: they spell their
-# sides' sweep options with the sweep's declarations and render reports), `api` (the Python API)
-# and `cli` (a thin layer over them) use it.
+# sides' sweep options with the sweep's declarations and render reports), `atlas` (the grid
+# across releases: it sweeps with the two below it and derives with `report`), `api` (the Python
+# API) and `cli` (a thin layer over them) use it.
 LAYERS = ("core", "models", "engines", "remote", "checks", "executors", "sweeping", "upgrade",
-          "api", "cli")
+          "atlas", "api", "cli")
 BESIDE = {"report": {"core"}}
-FACADES = {"sweeping", "upgrade", "api", "cli"}  # the layers that may use `report`
+FACADES = {"sweeping", "upgrade", "atlas", "api", "cli"}  # the layers that may use `report`
 # The package's own __init__ holds __version__, which every layer may read, and hands out the
 # names of `auditor.api` on first use (a module __getattr__), never at import time.
 ROOT = "auditor"
@@ -196,8 +197,102 @@ def test_the_engine_name_checker_finds_each_way_of_naming():
                                      "line 4: vllm.config", "line 5: auditor.engines.sglang.own"]
 
 
+def _engine_words() -> tuple[set[str], set[str]]:
+    """Every engine's name and package, and every release the records know, from the registry."""
+    from auditor import engines
+
+    names = {word for engine in engines.all() for word in (engine.name, engine.package)}
+    return names, {release.version for engine in engines.all() for release in engine.releases}
+
+
+def _engine_mentions(source: str, names: set[str], releases: set[str]) -> list[str]:
+    """Where code (not a docstring or a comment) names an engine or an engine release: a string,
+    an identifier, a function's or an attribute's name."""
+    tree = ast.parse(source)
+    docstrings = {id(node.body[0].value) for node in ast.walk(tree)
+                  if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+                  and ast.get_docstring(node, clean=False) is not None}
+    word = re.compile(r"(?<![A-Za-z])(" + "|".join(map(re.escape, sorted(names))) + r")(?![a-z])", re.I)
+    release = re.compile(r"(?<![\d.])(" + "|".join(map(re.escape, sorted(releases))) + r")(?![\d])")
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings:
+            text = node.value
+        elif isinstance(node, ast.Name):
+            text = node.id
+        elif isinstance(node, ast.Attribute):
+            text = node.attr
+        elif isinstance(node, (ast.FunctionDef, ast.ClassDef, ast.AsyncFunctionDef)):
+            text = node.name
+        else:
+            continue
+        if word.search(text) or release.search(text):
+            found.append((node.lineno, f"line {node.lineno}: {text[:80]!r}"))
+    return [mention for _, mention in sorted(found)]
+
+
+def test_no_engine_name_or_release_in_code_outside_engines():
+    """An engine is one folder under engines/ and its releases are its records: the layers above
+    (the CLI included) ask the registry for names, defaults and examples (auditor.engines:
+    example_requirement, decorator_policies, default_semantics). Docstrings and comments may
+    explain with an engine's name."""
+    names, releases = _engine_words()
+    wrong = [f"{path.relative_to(PACKAGE.parent)} {mention}"
+             for path in sorted(PACKAGE.rglob("*.py")) if ENGINES not in path.parents
+             for mention in _engine_mentions(path.read_text(encoding="utf-8"), names, releases)]
+    assert not wrong, "engine names or releases in code outside engines/:\n" + "\n".join(wrong)
+
+
+def test_the_engine_mention_checker_finds_each_way_of_naming():
+    source = ('"""vLLM 0.34.0 in a docstring is fine."""\n'
+              "# so is vllm in a comment\n"
+              "x = 'such as vllm==0.33.0'\n"
+              "def vllm_encoders():\n    return obj.sglang_gate\n"
+              "y = '0.340.1 and 10.33.0 are not releases; ' + DEFAULT\n")
+    assert _engine_mentions(source, {"vllm", "sglang"}, {"0.33.0", "0.34.0"}) == [
+        "line 3: 'such as vllm==0.33.0'", "line 4: 'vllm_encoders'", "line 5: 'sglang_gate'"]
+
+
 def test_the_docs_layout_names_every_layer_in_the_order_of_layers():
     page = (PACKAGE.parent / "docs" / "development" / "layout.md").read_text(encoding="utf-8")
     section = page.split("```", 2)[1]
     named = [match.group(1) for match in re.finditer(r"^  ([a-z_]+)/ ", section, flags=re.M)]
     assert named == [*LAYERS, *BESIDE], "docs/development/layout.md lists the layers out of order or misses one"
+
+
+def _public_classes() -> dict[str, list[str]]:
+    """Each public top-level class name of the package -> the modules that define one."""
+    defined: dict[str, list[str]] = defaultdict(list)
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            if isinstance(node, ast.ClassDef) and not node.name.startswith("_"):
+                defined[node.name].append(_module_name(path))
+    return defined
+
+
+def test_one_name_per_concept():
+    """A public class name means one thing across the package (issue 41: two `Outcome`s, two
+    `Verdict`s, two `Cell`s, `Side`s, `Kind`s and `Progress`es were each two concepts)."""
+    twice = {name: modules for name, modules in _public_classes().items() if len(modules) > 1}
+    assert not twice, f"public classes defined in more than one module: {twice}"
+
+
+TESTS = PACKAGE.parent / "tests"
+# Folders of tests/ that are no layer: committed inputs, plugin modules the sweeps import, and the
+# project's tooling (the noxfile, the docs site, the nightly workflow).
+NOT_LAYERS = {"fixtures", "plugins", "tooling", "__pycache__"}
+
+
+def test_the_tests_mirror_the_package():
+    """tests/<layer>/ for auditor/<layer>/ (issue 41: tests beside what they test); a folder below
+    a layer's is named after a module or folder of that layer (tests/checks/compile/: checks/compile*.py)."""
+    wrong = []
+    for folder in sorted(p for p in TESTS.iterdir() if p.is_dir() and p.name not in NOT_LAYERS):
+        if folder.name not in set(LAYERS) | set(BESIDE):
+            wrong.append(str(folder.relative_to(TESTS)))
+            continue
+        layer = PACKAGE / folder.name
+        names = {p.stem for p in layer.rglob("*") if p.suffix == ".py" or p.is_dir()}
+        wrong += [str(sub.relative_to(TESTS)) for sub in folder.iterdir()
+                  if sub.is_dir() and sub.name not in NOT_LAYERS and sub.name not in names]
+    assert not wrong, f"test folders that are no layer of the package (or module of it): {wrong}"

@@ -15,9 +15,9 @@ PathLike = str | os.PathLike
 
 
 def read_run(path: PathLike | Run) -> Run:
-    """The run in a results file or run directory. A file whose tail a killed sweep cut short is
-    read without it (`Run.damage` says what was left out); one that cannot be read at all is a
-    ResultsFileError (an InputError)."""
+    """The run in a results file or run directory. A file whose tail a killed sweep cut short (or
+    garbage overwrote) is read without it (`Run.damage` says what was left out); one that cannot
+    be read at all is a ResultsFileError (an InputError)."""
     return path if isinstance(path, Run) else _read_run(Path(path))
 
 

@@ -10,7 +10,7 @@ Why not `torch._dynamo.explain`: it reads the breaks off the graphs a backend re
 hands a backend no graph when the graph before a break is empty, so two breaks with no tensor
 operation between them (a break at the top of a forward, or right after another) are missing from
 its list (torch 2.13: of a forward's five breaks it listed four; of the plugin type that breaks
-twice, tests/compile/plugin_models.py, one). Dynamo logs every break through one
+twice, tests/checks/compile/plugin_models.py, one). Dynamo logs every break through one
 method, `InstructionTranslatorBase.log_graph_break(code_options, reason, exc)` (2.13 and 2.14), with
 the exception that carries the user stack; it is wrapped for the one trace and restored after.
 Where a torch has no such method, explain's list is the fallback.

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import abc
 import contextlib
+import dataclasses
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -37,7 +38,7 @@ class Options:
     compile_encoders: bool = False  # the compile check also compiles encoder components
     compile_policy: str = "fixed"  # the decorator policy the compile check builds under
     # How the compile check compiles: an engine's way (auditor.engines.compile_semantics) or "plain".
-    compile_semantics: str = "vllm"
+    compile_semantics: str = dataclasses.field(default_factory=engines.default_semantics)
     compile_ungated: bool = False  # compile even where the engine's gates stop the model
     # Where the sweep's Ray cluster for the pickle check's Ray round trip announces its address
     # or why it did not start (auditor.remote.ray_trip.LocalCluster);

@@ -6,16 +6,21 @@ import argparse
 import sys
 from pathlib import Path
 
+import auditor.engines as engines
 from auditor.cli import EXIT_FINDINGS, EXIT_OK, UsageError, read_results
+
+# The emulation's policy against the first engine's real decorator.
+_ENGINE_POLICY = engines.decorator_policies()[0]
+_DEFAULT = f"legacy,{_ENGINE_POLICY}"
 
 
 def add_parser(subparsers) -> None:
     p = subparsers.add_parser(
-        "agree", help="compare two decorator policies cell by cell (e.g. legacy against vllm)",
+        "agree", help=f"compare two decorator policies cell by cell (e.g. legacy against {_ENGINE_POLICY})",
         description="Compare two decorator policies of one run cell by cell: status, and the refusal "
                     "message word for word. Writes agreement-A-B.md next to the results.")
     p.add_argument("results", type=Path, help="a results.jsonl file or run directory")
-    p.add_argument("--policies", default="legacy,vllm", help="the two policies (default: legacy,vllm)")
+    p.add_argument("--policies", default=_DEFAULT, help=f"the two policies (default: {_DEFAULT})")
     p.add_argument("-o", "--output", type=Path, help="directory for the markdown (default: the run's)")
     p.set_defaults(handler=run_agree)
 
@@ -25,7 +30,7 @@ def run_agree(args: argparse.Namespace) -> int:
 
     names = [name.strip() for name in args.policies.split(",") if name.strip()]
     if len(names) != 2:
-        raise UsageError("--policies takes exactly two policies, e.g. legacy,vllm")
+        raise UsageError(f"--policies takes exactly two policies, e.g. {_DEFAULT}")
     run = read_results(args.results)
     missing = missing_policies(run, *names)
     if missing:

@@ -33,8 +33,8 @@ from auditor.cli import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK
 from auditor.cli.releases import PrintedEvents, add_engine_argument
 from auditor.core.errors import InputError
 from auditor.sweeping.options import add_side_arguments
-from auditor.upgrade.bisect import GIT_ABORT, Cell, State, changed_columns
-from auditor.upgrade.bisecting import WHAT, Probe, bisect_commits, bisect_probe, bisect_releases, bisect_step
+from auditor.upgrade.bisect_run import WHAT, Probe, bisect_commits, bisect_probe, bisect_releases, bisect_step
+from auditor.upgrade.bisection import GIT_ABORT, BisectTarget, State, changed_columns
 
 
 def add_parser(subparsers) -> None:
@@ -129,7 +129,7 @@ def _steps(count: int) -> str:
     return f"{count} bisection step{'' if count == 1 else 's'}"
 
 
-def _print_states(cell: Cell, *named: tuple[str, State]) -> None:
+def _print_states(cell: BisectTarget, *named: tuple[str, State]) -> None:
     columns = changed_columns(named[0][1], named[-1][1]) if not cell.column else None
     for name, state in named:
         print(f"  {name}: {state.describe(columns)}")

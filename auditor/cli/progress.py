@@ -1,4 +1,4 @@
-"""Progress on long sweeps: a bar with per-status counts and an ETA on a terminal,
+"""ProgressDisplay on long sweeps: a bar with per-status counts and an ETA on a terminal,
 plain periodic lines otherwise (CI logs)."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from auditor.core.outcome import Outcome, outcome
 from auditor.core.results import Result
 
 
-class Progress:
+class ProgressDisplay:
     def __init__(self, total: int, *, interval: float = 15.0, stream=None) -> None:
         self.total = total
         self.done = 0
@@ -58,6 +58,7 @@ def _headline(results: list[Result]) -> str:
     if not results:
         return "none"
     # A row that fails by design (the by-reference pickle of remote code) documents a known bug;
-    # it does not make the model type's headline: the first finding or skip does.
-    bad = [r for r in results if outcome(r.status, r.extras) in (Outcome.FINDING, Outcome.SKIPPED)]
+    # it does not make the model type's headline: the first finding does, else its first row (a
+    # gate that does not apply to the type, skipped, does not hide that it built and passed).
+    bad = [r for r in results if outcome(r.status, r.extras) is Outcome.FINDING]
     return (bad[0] if bad else results[0]).status.value

@@ -1,6 +1,6 @@
 """What the CLIs of `upgrade-check`, `bisect` and `versions` share: their progress, printed.
 
-Not a subcommand. The runners are auditor/upgrade/ (check.py, bisecting.py, versions.py); they
+Not a subcommand. The runners are auditor/upgrade/ (check.py, bisect_run.py, versions.py); they
 report to an `UpgradeEvents`, and this one prints it on stderr, so that stdout holds only the
 verdict.
 """
@@ -10,18 +10,30 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import auditor.engines as engines
 from auditor.cli import note_damage
 from auditor.core.results import Run
 from auditor.upgrade.plan import Step
 from auditor.upgrade.runner import UpgradeEvents, describe_install
 
+_EXAMPLE = engines.example_requirement()
+
 
 def add_engine_argument(group) -> None:
     """--engine, the same on upgrade-check, versions, bisect and bisect-step."""
     group.add_argument("--engine", dest="engines", action="append", default=[], metavar="NAME==VERSION",
-                       help="a serving engine to install into every side, e.g. vllm==0.33.0 (repeatable; "
-                            "`vllm` alone: the version installed here); its sweeps then also run the engine's "
+                       help=f"a serving engine to install into every side, e.g. {_EXAMPLE} (repeatable; "
+                            f"`{_EXAMPLE.split('==')[0]}` alone: the version installed here); its sweeps then also "
+                            "run the engine's "
                             "own functions, and a transformers the engine excludes is refused before any install")
+
+
+def add_fail_on_drift_argument(group) -> None:
+    """--fail-on-drift, the same on diff and upgrade-check (sweep's and report's --fail-on gate on
+    cells; this one on config drift)."""
+    group.add_argument("--fail-on-drift", action="store_true",
+                       help="also exit 1 when a default config drifted (keys renamed, removed, added or "
+                            "re-defaulted, attribute maps, plans, model class, parameters)")
 
 
 def add_fail_on_engine_argument(group) -> None:

@@ -14,7 +14,7 @@ from auditor.api.sweeps import DEFAULT_CHECKS as _CHECKS
 from auditor.api.sweeps import DEFAULT_POLICIES as _POLICIES
 from auditor.api.sweeps import SweepEvents, SweepRequest, make_request, run_request
 from auditor.cli import EXIT_FAILED, EXIT_FINDINGS, EXIT_INTERRUPTED, EXIT_OK
-from auditor.cli.progress import Progress
+from auditor.cli.progress import ProgressDisplay
 from auditor.core.errors import RunInterrupted, RunStopped
 from auditor.sweeping.options import add_arguments, values_of
 
@@ -81,13 +81,13 @@ class _PrintedEvents(SweepEvents):
     """The sweep's notes on stderr, and its progress (a bar on a terminal, lines in a CI log)."""
 
     def __init__(self) -> None:
-        self.progress: Progress | None = None
+        self.progress: ProgressDisplay | None = None
 
     def note(self, text: str) -> None:
         print(text, file=sys.stderr)
 
     def started(self, total: int) -> None:
-        self.progress = Progress(total)
+        self.progress = ProgressDisplay(total)
 
     def finished_type(self, model_type: str, rows) -> None:
         self.progress.update(model_type, rows)

@@ -19,6 +19,17 @@ def version_of(distribution: str) -> str:
         return "absent"
 
 
+def public_version(version: str) -> str:
+    """A version without its local label (`2.13.0+cpu` -> `2.13.0`, vLLM's `0.33.0+cpu` -> `0.33.0`):
+    what a release is, for comparing runs and records; the text as it is where it is no version."""
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        return Version(version).public
+    except InvalidVersion:
+        return version
+
+
 def git_revision() -> str:
     """The auditor's own git revision, when it runs from a checkout."""
     root = Path(__file__).resolve().parents[2]  # the checkout: auditor/core/runinfo.py

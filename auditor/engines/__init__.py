@@ -18,7 +18,7 @@ from __future__ import annotations
 import functools
 import importlib
 
-from auditor.engines.interface import PLAIN, CompileSemantics, Engine
+from auditor.engines.interface import PLAIN, CompileSemantics, Engine, pick_release
 from auditor.engines.vllm.decorators.registry import register_alias
 
 _FOLDERS = ("vllm", "sglang")  # one per engine folder here, in the order their rows are written
@@ -41,6 +41,41 @@ def all() -> tuple[Engine, ...]:  # noqa: A001  (engines.all(), as the registry 
 
 def by_policy(policy: str) -> Engine | None:
     return next((engine for engine in all() if engine.policy == policy), None)
+
+
+def default_semantics() -> str:
+    """The compile check's default semantics: the first engine's way of compiling."""
+    return _FOLDERS[0]
+
+
+def example_requirement(name: str = "", back: int = 0) -> str:
+    """`NAME==VERSION` of the newest release the auditor has a record of (of `name`, or the first
+    engine; `back`: that many records older, where there are): the example an error message or a
+    help text gives, never typed by hand."""
+    engine = get(name or _FOLDERS[0])
+    newest = engine.releases.index(pick_release(engine.releases, None))
+    return f"{engine.name}=={engine.releases[max(newest - back, 0)].version}"
+
+
+def warm_up(checks, policies) -> dict[str, str]:
+    """Warm up (Engine.warm_up) each installed engine whose own code a sweep of `checks` and
+    `policies` runs: what a worker does once before its first model type. Returns engine name ->
+    why its warm-up failed (empty when all went well): the failure is left for the rows of the
+    step that needs it, which meet it again and report it."""
+    failed = {}
+    for engine in all():
+        if engine.warm_up is None or not engine.installed or not engine.runs_own_code(checks, policies):
+            continue
+        try:
+            engine.warm_up()
+        except Exception as exc:
+            failed[engine.name] = f"{type(exc).__name__}: {exc}"
+    return failed
+
+
+def decorator_policies() -> tuple[str, ...]:
+    """The engines' decorator policies (`vllm`: the engine's real decorator)."""
+    return tuple(engine.decorator.policy for engine in all() if engine.decorator is not None)
 
 
 def gate_policies() -> frozenset[str]:
@@ -75,5 +110,6 @@ def _register_policies() -> None:
 
 _register_policies()
 
-__all__ = ["PLAIN", "CompileSemantics", "Engine", "all", "by_policy", "compile_semantics", "gate_policies", "get", "names",
-           "semantics_engine", "semantics_names"]
+__all__ = ["PLAIN", "CompileSemantics", "Engine", "all", "by_policy", "compile_semantics", "decorator_policies",
+           "default_semantics", "example_requirement", "gate_policies", "get", "names",
+           "semantics_engine", "semantics_names", "warm_up"]

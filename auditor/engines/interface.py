@@ -57,12 +57,9 @@ class Verdict:
 
 def _release(version: str) -> str:
     """A version without its local label: a CPU build's `0.33.0+cpu` is release 0.33.0."""
-    from packaging.version import InvalidVersion, Version
+    from auditor.core.runinfo import public_version
 
-    try:
-        return Version(version).public
-    except InvalidVersion:
-        return version
+    return public_version(version)
 
 
 def passed(outcome: Outcome) -> bool:
@@ -213,6 +210,10 @@ class EngineRelease:
     torch: str  # the torch it pins
     citations: Mapping[str, str] = field(default_factory=dict)
     changes: tuple[str, ...] = ()
+    # The transformers this project's engine tests install beside the release (CI's venv for its
+    # own code: scripts/engine_release.py reads it for install_vllm.sh, with the lock
+    # constraints/<engine>-<version>.txt where there is one); "" where no test venv is made.
+    tested_transformers: str = ""
 
 
 def cited(release: EngineRelease, step: str) -> str:
@@ -287,6 +288,12 @@ class Engine:
     # The environment shims the engine's own code needs on this machine (needs the engine):
     # `shims()` -> {name: what it stands in for}; the run header names them (EngineInfo.shims).
     shims: Callable[[], Mapping[str, str]] | None = None
+    # What the engine's own code makes once per process and keeps for every later model type
+    # (vLLM: its import, its one-process group, its registry's model-info cache): `warm_up()`,
+    # called by each worker before its first model type when the sweep runs the engine's own
+    # code (`runs_own_code`), so that no type's --timeout pays for it. Idempotent steps the own-code
+    # functions make again where it could not; what it raises is met, and reported, by their rows.
+    warm_up: Callable[[], None] | None = None
 
     @property
     def installed(self) -> bool:

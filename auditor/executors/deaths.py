@@ -8,11 +8,11 @@ from auditor import checks
 from auditor.checks import Options
 from auditor.core.results import Result
 from auditor.core.status import Failure, Status
-from auditor.executors.protocol import Progress
+from auditor.executors.protocol import TypeProgress
 from auditor.models.cases import ModelCase
 
 
-def death_rows(case: ModelCase, options: Options, progress: Progress, status: Status, message: str, *,
+def death_rows(case: ModelCase, options: Options, progress: TypeProgress, status: Status, message: str, *,
                seconds: float, worker: str) -> list[Result]:
     """The rows a model type gets when its worker died (crash, timeout, oom): the check that was
     running (`progress.check`) and every check after it report the death, in the cells they

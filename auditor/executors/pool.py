@@ -22,7 +22,7 @@ from auditor.core.results import Result
 from auditor.core.status import Status
 from auditor.executors import protocol
 from auditor.executors.deaths import death_rows
-from auditor.executors.protocol import Kind, Progress
+from auditor.executors.protocol import MessageKind, TypeProgress
 from auditor.models.cases import ModelCase
 
 POLL_SECONDS = 0.25
@@ -59,7 +59,7 @@ class _Worker:
     ready: bool = False
     case: ModelCase | None = None
     started: float = 0.0
-    progress: Progress = field(default_factory=Progress)
+    progress: TypeProgress = field(default_factory=TypeProgress)
     tasks: int = 0
     spawned: float = field(default_factory=time.monotonic)
     memory_checked: float = 0.0
@@ -135,7 +135,7 @@ class WorkerPool:
         for worker in self._workers:
             if worker.ready and worker.case is None and pending:
                 case = pending.popleft()
-                worker.case, worker.started, worker.progress = case, time.monotonic(), Progress()
+                worker.case, worker.started, worker.progress = case, time.monotonic(), TypeProgress()
                 worker.conn.send(case)
 
     def _collect(self) -> Iterator[list[Result]]:
@@ -169,11 +169,11 @@ class WorkerPool:
 
     def _handle(self, worker: _Worker, message: protocol.Message) -> list[Result] | None:
         kind, _ = worker.progress.take(message)
-        if kind is Kind.READY:
+        if kind is MessageKind.READY:
             worker.ready = True
             self._failed_starts = 0
-        elif kind is Kind.DONE:
-            results, worker.case, worker.progress = worker.progress.results, None, Progress()
+        elif kind is MessageKind.DONE:
+            results, worker.case, worker.progress = worker.progress.results, None, TypeProgress()
             worker.tasks += 1
             return results
         return None

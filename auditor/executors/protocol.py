@@ -7,7 +7,7 @@ row and `done` at the end. Each executor adds one message of its own: a pool wor
 `ready` once its imports are done; a Ray task says `started` when it begins on a node, and the
 driver reads a task that ended without `done` as an `error`.
 
-The driver keeps a `Progress` per model type in flight: the rows received so far and the check
+The driver keeps a `TypeProgress` per model type in flight: the rows received so far and the check
 that was running, which is what the death rows of a crash, timeout or oom start from.
 """
 
@@ -19,7 +19,7 @@ from enum import Enum
 from auditor.core.results import Result
 
 
-class Kind(str, Enum):
+class MessageKind(str, Enum):
     READY = "ready"  # a pool worker imported everything and started its checks; payload: its pid
     STARTED = "started"  # a Ray task began; payload: "node-ip:pid", the rows' worker
     CHECK = "check"  # a check begins on the model type; payload: the check's name
@@ -28,46 +28,46 @@ class Kind(str, Enum):
     ERROR = "error"  # the task ended without finishing its model type; payload: why
 
 
-Message = tuple  # (Kind value, payload)
+Message = tuple  # (MessageKind value, payload)
 
 
 def check_started(name: str) -> Message:
-    return (Kind.CHECK.value, name)
+    return (MessageKind.CHECK.value, name)
 
 
 def row(result: Result) -> Message:
-    return (Kind.RESULT.value, result.to_json())
+    return (MessageKind.RESULT.value, result.to_json())
 
 
 def done(model_type: str) -> Message:
-    return (Kind.DONE.value, model_type)
+    return (MessageKind.DONE.value, model_type)
 
 
 def ready(pid: int) -> Message:
-    return (Kind.READY.value, pid)
+    return (MessageKind.READY.value, pid)
 
 
 def started(worker: str) -> Message:
-    return (Kind.STARTED.value, worker)
+    return (MessageKind.STARTED.value, worker)
 
 
 def error(why: str) -> Message:
-    return (Kind.ERROR.value, why)
+    return (MessageKind.ERROR.value, why)
 
 
 @dataclass
-class Progress:
+class TypeProgress:
     """One model type's messages so far, as the driver has read them."""
 
     check: str = ""  # the check running (or last begun): a death's rows start there
     results: list[Result] = field(default_factory=list)
 
-    def take(self, message: Message) -> tuple[Kind, object]:
+    def take(self, message: Message) -> tuple[MessageKind, object]:
         """Record a check's start or a row; return the message's kind and payload, for the
         executor's own steps (ready, started, done, error)."""
-        kind, payload = Kind(message[0]), message[1]
-        if kind is Kind.CHECK:
+        kind, payload = MessageKind(message[0]), message[1]
+        if kind is MessageKind.CHECK:
             self.check = payload
-        elif kind is Kind.RESULT:
+        elif kind is MessageKind.RESULT:
             self.results.append(Result.from_json(payload))
         return kind, payload

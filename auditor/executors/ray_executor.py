@@ -31,7 +31,7 @@ from auditor.core.status import Phase, Status, classify, summary
 from auditor.executors import protocol
 from auditor.executors.deaths import death_rows
 from auditor.executors.pool import START_TIMEOUT, PoolError
-from auditor.executors.protocol import Kind, Progress
+from auditor.executors.protocol import MessageKind, TypeProgress
 from auditor.models.cases import ModelCase
 from auditor.remote.ray_trip import LOOPBACK_SYSTEM_CONFIG, check_reachable
 
@@ -59,7 +59,7 @@ class _Task:
     submitted: float
     started: float | None = None
     worker: str = ""
-    progress: Progress = field(default_factory=Progress)
+    progress: TypeProgress = field(default_factory=TypeProgress)
 
 
 class RayExecutor:
@@ -197,12 +197,12 @@ class RayExecutor:
 
     def _handle(self, task: _Task, message: protocol.Message) -> list[Result] | None:
         kind, payload = task.progress.take(message)
-        if kind is Kind.STARTED:
+        if kind is MessageKind.STARTED:
             task.started, task.worker = time.monotonic(), payload
             self._any_started = True
-        elif kind is Kind.DONE:
+        elif kind is MessageKind.DONE:
             return task.progress.results
-        elif kind is Kind.ERROR:
+        elif kind is MessageKind.ERROR:
             return [*task.progress.results, *self._death_rows(task, Status.CRASH, f"Crash: {payload}")]
         return None
 
@@ -236,7 +236,7 @@ def _absolute_plugins(settings: RaySettings) -> RaySettings:
 
 # -- what runs in the Ray worker ---------------------------------------------------------
 
-_PREPARED: dict[tuple, list] = {}  # (plugins, checks) -> the check objects, once per worker process
+_PREPARED: dict[tuple, list] = {}  # (plugins, options) -> the check objects, once per worker process
 
 
 def sweep_case(case: ModelCase, options: Options, plugins: tuple[str, ...]) -> Iterator[tuple]:
@@ -245,9 +245,9 @@ def sweep_case(case: ModelCase, options: Options, plugins: tuple[str, ...]) -> I
 
     from auditor.executors.worker import prepare, run_case
 
-    key = (plugins, options.checks)
+    key = (plugins, options)
     if key not in _PREPARED:  # a Ray worker process runs many tasks: start up once
-        _PREPARED[key] = prepare(plugins, options.checks)
+        _PREPARED[key] = prepare(plugins, options)
     worker = f"{ray.util.get_node_ip_address()}:{os.getpid()}"  # which node and process made the rows
     yield protocol.started(worker)
     yield from run_case(case, _PREPARED[key], options, worker=worker)

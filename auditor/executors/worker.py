@@ -30,7 +30,7 @@ def main(conn, name: str, plugins: Sequence[str], options: Options, log_file: st
     if log_file:
         _write_output_to(log_file, name)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
-    selected = prepare(plugins, options.checks)
+    selected = prepare(plugins, options)
     # Only a pool worker starts its checks' helpers (a receiver, say): it lives for many model
     # types, and the start must not be charged to the first one's --timeout.
     for check in selected:
@@ -47,18 +47,28 @@ def main(conn, name: str, plugins: Sequence[str], options: Options, log_file: st
             conn.send(message)
 
 
-def prepare(plugins: Sequence[str], names: Sequence[str]) -> list[Check]:
+def prepare(plugins: Sequence[str], options: Options) -> list[Check]:
     """A worker's start-up: torch and transformers imported once, up front (what a long-lived
-    worker amortizes), the plugins loaded, the selected checks resolved."""
+    worker amortizes), the plugins loaded, the selected checks resolved, and each engine whose
+    own code the sweep runs warmed up (auditor.engines.warm_up: vLLM's import, process group and
+    registry cache). All of it before the first model type's clock starts (the pool's when the
+    worker says it is ready, Ray's at `started`), so that a type's --timeout measures its own
+    work, alone on the machine or not. A warm-up that fails is written to the worker's log and
+    left for the rows that need it."""
+    import sys
+
     import torch  # noqa: F401
     import transformers  # noqa: F401
     import transformers.models.auto.modeling_auto  # noqa: F401  (what every build goes through: seconds)
 
-    from auditor import checks
+    from auditor import checks, engines
     from auditor.models import cases
 
     cases.load_plugins(plugins)
-    return [checks.get(name) for name in names]
+    selected = [checks.get(name) for name in options.checks]
+    for engine, why in engines.warm_up(options.checks, options.policies).items():
+        print(f"auditor: {engine}'s warm-up failed, left for its rows: {why}", file=sys.stderr, flush=True)
+    return selected
 
 
 def _write_output_to(log_file: str, name: str) -> None:

@@ -1,9 +1,7 @@
 """The classes a serving engine decorates, chosen the way vLLM's Transformers backend does.
 
-The decoder is `type(model.get_decoder())` (vLLM 0.33.0, transformers/base.py:253).
-`vllm_encoders` is vLLM's own encoder lookup (transformers/multimodal.py:857-869): multimodal
-configs only, `type(model.get_encoder(modality=m))` for image, video and audio, catching only
-TypeError and ValueError, leaving out only the model's own class. `find_components` is the
+The decoder is `type(model.get_decoder())` (vLLM 0.33.0, transformers/base.py:253). An engine's
+own encoder lookup is the engine's (auditor.engines.vllm.encoders). `find_components` is the
 compile check's looser lookup: every config, any error caught, None left out, one component
 per distinct class. Transformers versions whose `get_encoder` has no `modality` give the
 decoder only, and say so.
@@ -33,31 +31,7 @@ class Components:
     note: str = ""  # why encoders are missing, when the transformers version cannot tell
 
 
-def is_multimodal(config) -> bool:
-    """vLLM's test: `hf_config is not hf_text_config` (config/model.py:1134)."""
-    return config.get_text_config() is not config
-
-
-def vllm_encoders(model) -> dict[str, type] | None:
-    """Modality -> encoder class as vLLM finds them, or None for a config that is not
-    multimodal (vLLM's text-only classes look for none). Exceptions other than TypeError and
-    ValueError propagate: in vLLM they stop the model."""
-    if not is_multimodal(model.config):
-        return None
-    if not _encoder_lookup_by_modality(model):
-        return {}
-    encoders: dict[str, type] = {}
-    for modality in MODALITIES:  # multimodal.py:66, _MODALITY_TO_TOKEN_TYPE_ID's order
-        try:
-            cls = type(model.get_encoder(modality=modality))
-        except (TypeError, ValueError):
-            continue
-        if cls is not type(model):
-            encoders[modality] = cls
-    return encoders
-
-
-def _encoder_lookup_by_modality(model) -> bool:
+def encoder_lookup_by_modality(model) -> bool:
     """Whether the model has transformers 5's `get_encoder(modality=...)`. Base models of 4.x
     have no `get_encoder` at all, and 5.0's takes no modality: either way, no encoders."""
     get_encoder = getattr(model, "get_encoder", None)
@@ -66,7 +40,7 @@ def _encoder_lookup_by_modality(model) -> bool:
 
 def find_components(model) -> Components:
     items = [Component("decoder", type(model.get_decoder()), DECODER_DIMS)]
-    if not _encoder_lookup_by_modality(model):
+    if not encoder_lookup_by_modality(model):
         return Components(tuple(items), note="this transformers' get_encoder has no modality: decoder only")
     by_class: dict[type, list[str]] = {}
     for modality in MODALITIES:

@@ -258,7 +258,7 @@ def far_build(payload: bytes, policies: Sequence[str], shared_build: bool = True
 # A remote-code config's sub-configs are the remote module's classes, so a config-only
 # remote-code repository (auto_map AutoConfig, transformers' own model), as a twin is, meets this
 # in any process: `build_on_meta(make_twin(...))` fails the same way before any pickling
-# (tests/pickling/test_twin.py). Said in the row, so it is not read as a pickling failure.
+# (tests/remote/test_twin.py). Said in the row, so it is not read as a pickling failure.
 _REMOTE_SUB_CONFIG = re.compile(r"is expected to be of type .* but is of type <class 'transformers_modules\.")
 
 

@@ -24,9 +24,9 @@ from __future__ import annotations
 _EXPORTS = {
     "UpgradeEvents": "runner", "index_releases": "releases",
     "UpgradeOutcome": "check", "plan_check": "check", "run_check": "check",
-    "Probe": "bisecting", "ReleaseBisection": "bisecting", "CommitBisection": "bisecting",
-    "StepOutcome": "bisecting", "bisect_probe": "bisecting", "bisect_releases": "bisecting",
-    "bisect_commits": "bisecting", "bisect_step": "bisecting",
+    "Probe": "bisect_run", "ReleaseBisection": "bisect_run", "CommitBisection": "bisect_run",
+    "StepOutcome": "bisect_run", "bisect_probe": "bisect_run", "bisect_releases": "bisect_run",
+    "bisect_commits": "bisect_run", "bisect_step": "bisect_run",
     "VersionsPlan": "versions", "VersionsReport": "versions", "plan_versions": "versions",
     "run_versions": "versions", "merge_versions": "versions",
 }

@@ -28,7 +28,7 @@ from pathlib import Path
 from auditor.core.errors import InputError, RunInterrupted
 from auditor.core.results import Run
 from auditor.upgrade import runner
-from auditor.upgrade.plan import Side, Step, Transformers
+from auditor.upgrade.plan import Step, Transformers, UpgradeSide
 from auditor.upgrade.runner import UpgradeEvents
 
 WHAT = "sweep --engine"
@@ -44,7 +44,7 @@ class EngineSweep:
 
     spec: object  # auditor.upgrade.engines.EngineSpec
     here: bool
-    side: Side | None = None
+    side: UpgradeSide | None = None
     install: Step | None = None
     sweep: Step | None = None
 
@@ -205,12 +205,16 @@ def sweep_with_engines(request, events, upgrade_events: UpgradeEvents | None = N
     from auditor.report import write_report
     from auditor.report.baseline import expected_matrix
     from auditor.report.gate import gate_hits
+    from auditor.sweeping.events import SweepEvents
     from auditor.sweeping.run import run_request
+    from auditor.sweeping.select import select
     from auditor.sweeping.validate import validate
 
     upgrade_events = upgrade_events or UpgradeEvents()
     checked = checked_engines(request)  # the engines first: nothing is made for a refused one
-    outdir = validate(dataclasses.replace(request, engines=())).outdir
+    here = validate(dataclasses.replace(request, engines=()))
+    select(here, SweepEvents())  # an empty selection too, before a venv is made
+    outdir = here.outdir
     plan = plan_engines(dataclasses.replace(request, output=outdir), outdir, checked)
     install_engines(plan, upgrade_events, resume=request.resume, overwrite=request.overwrite)
     outcome = run_request(dataclasses.replace(plan.request, engines=()), events, rules, expected)

@@ -21,6 +21,9 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
+import auditor.engines as engine_registry
+from auditor.sweeping.options import BY_NAME
+
 ENGINES_ENV = "AUDITOR_ENGINES"  # the engines' requirements for the sides, space-separated
 
 
@@ -43,13 +46,21 @@ class EngineSpec:
             Version(transformers_version), prereleases=True)
 
 
+def engine_requirement(text: str, flag: str = "") -> Requirement:
+    """`NAME==VERSION` (or `NAME`) as given to --engine (`flag` "") or --to-engine: the one reading
+    of both."""
+    flag = flag or BY_NAME["engines"].flag
+    try:
+        return Requirement(text.strip())
+    except InvalidRequirement:
+        raise EngineSpecError(f"{flag} {text!r}: expected NAME==VERSION, such as "
+                              f"{engine_registry.example_requirement()}") from None
+
+
 def parse_engine(text: str, known: tuple[str, ...], cache: Path) -> EngineSpec:
     """`vllm==0.33.0` (or `vllm`: the version installed here) as an EngineSpec, its transformers
     requirement read from its metadata."""
-    try:
-        requirement = Requirement(text.strip())
-    except InvalidRequirement:
-        raise EngineSpecError(f"--engine {text!r}: expected NAME==VERSION, such as vllm==0.33.0") from None
+    requirement = engine_requirement(text)
     name = requirement.name.lower()
     if name not in known:
         raise EngineSpecError(f"--engine {text!r}: unknown engine; known: {', '.join(known)}")
@@ -57,7 +68,8 @@ def parse_engine(text: str, known: tuple[str, ...], cache: Path) -> EngineSpec:
     if not pins and not str(requirement.specifier):
         pins = [_installed_version(name, text)]
     if len(pins) != 1 or "*" in pins[0]:
-        raise EngineSpecError(f"--engine {text!r}: name one version, such as {name}==0.33.0")
+        raise EngineSpecError(f"--engine {text!r}: name one version, such as "
+                              f"{engine_registry.example_requirement(name)}")
     return EngineSpec(name, pins[0], transformers_requirement(name, pins[0], cache))
 
 
@@ -66,7 +78,7 @@ def _installed_version(name: str, text: str) -> str:
         return metadata.version(name)
     except metadata.PackageNotFoundError:
         raise EngineSpecError(f"--engine {text}: {name} is not installed here; name its version, "
-                              f"such as {name}==0.33.0") from None
+                              f"such as {engine_registry.example_requirement(name)}") from None
 
 
 def transformers_requirement(name: str, version: str, cache: Path) -> str:

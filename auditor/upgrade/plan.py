@@ -42,7 +42,7 @@ class Transformers:
 
 
 @dataclass(frozen=True)
-class Side:
+class UpgradeSide:
     name: str  # "base" or "new"
     transformers: Transformers
     outdir: Path  # the side's run directory
@@ -62,7 +62,7 @@ class Side:
 class Step:
     """One nox invocation: installing or sweeping one side."""
 
-    side: Side
+    side: UpgradeSide
     action: str  # "install" or "sweep"
     argv: tuple[str, ...]
     env: Mapping[str, str] = field(default_factory=dict)  # added to the caller's environment
@@ -77,13 +77,13 @@ class Step:
 
 @dataclass(frozen=True)
 class UpgradePlan:
-    base: Side
-    new: Side
+    base: UpgradeSide
+    new: UpgradeSide
     outdir: Path  # holds base/, new/, the merged report and the diff
     steps: tuple[Step, ...]
 
     @property
-    def sides(self) -> tuple[Side, Side]:
+    def sides(self) -> tuple[UpgradeSide, UpgradeSide]:
         return self.base, self.new
 
 
@@ -160,9 +160,10 @@ def sweep_flags(*, models: Sequence[str] = (), exclude: Sequence[str] = (), chec
                 policies: str | None = None, jobs: int | None = None, timeout: float | None = None,
                 **more) -> list[str]:
     """The `auditor sweep` options both sides share, spelled by the sweep's own declarations; an
-    option not given keeps the sweep's default."""
+    option not given keeps the sweep's default. Named types may be absent from one side's
+    release (--allow-absent): a type only the newer has is a new type of the diff, not a refusal."""
     return side_flags(models=models, exclude=exclude, checks=checks, policies=policies, jobs=jobs,
-                      timeout=timeout, **more)
+                      timeout=timeout, allow_absent=bool(models), **more)
 
 
 def side_run_flags(outdir: Path, label: str, *, resume: bool) -> list[str]:
@@ -184,7 +185,7 @@ def plan_upgrade(base: Transformers, new: Transformers, *, outdir: Path, noxfile
         raise UpgradeSpecError(f"--from and --to are both {new.requirement}: nothing to compare")
     if not outdir.is_absolute() or not noxfile.is_absolute() or not (envdir is None or envdir.is_absolute()):
         raise ValueError("plan_upgrade needs absolute paths")
-    sides = [Side(name, spec, outdir / name, side_engines)
+    sides = [UpgradeSide(name, spec, outdir / name, side_engines)
              for name, spec, side_engines in zip(SIDES, (base, new), (tuple(engines), new_engines), strict=True)]
     envs = {"base": dict(env or {}), "new": dict((env if new_env is None else new_env) or {})}
     nox_cmd = (*nox, "--noxfile", str(noxfile), *(("--envdir", str(envdir)) if envdir else ()), "--session")
@@ -205,7 +206,7 @@ def _same(a: Transformers, b: Transformers) -> bool:
     return Version(a.version) == Version(b.version)  # 5.18 is 5.18.0
 
 
-def installed_mismatch(side: Side, installed: str) -> str | None:
+def installed_mismatch(side: UpgradeSide, installed: str) -> str | None:
     """Why the transformers a side's results report is not the one asked for, or None when it is."""
     from packaging.version import InvalidVersion, Version
 

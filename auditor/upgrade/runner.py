@@ -23,7 +23,7 @@ from auditor.core.errors import InputError
 from auditor.core.hints import NOX_HINT
 from auditor.core.results import RESULTS_FILE, ResultsFileError, Run, read_run
 from auditor.upgrade.installer import INSTALLER_ENV
-from auditor.upgrade.plan import Side, Step, installed_mismatch
+from auditor.upgrade.plan import Step, UpgradeSide, installed_mismatch
 
 # The sides' nox sessions, shipped in the package (a test seam: read at call time).
 NOXFILE = Path(__file__).resolve().parent / "sides" / "noxfile.py"
@@ -202,7 +202,7 @@ def read_side(outdir: Path, context: str, events: UpgradeEvents) -> Run:
     return run
 
 
-def read_swept(side: Side, events: UpgradeEvents, *, context: str, hint: str) -> Run:
+def read_swept(side: UpgradeSide, events: UpgradeEvents, *, context: str, hint: str) -> Run:
     """The run of a side's sweep (`context` starts the error when there is none), refused when it
     ran another transformers than the side asked for (`hint` follows the reason)."""
     run = read_side(side.outdir, context, events)
@@ -232,6 +232,15 @@ def check_limits(*, jobs: int | None, timeout: float | None, resume: bool = Fals
         raise InputError("--jobs must be at least 1")
     if timeout is not None and timeout <= 0:
         raise InputError("--timeout must be a positive number of seconds")
+
+
+def check_selection(models: Sequence[str], exclude: Sequence[str]) -> None:
+    """An InputError for a --models or --exclude given a value that names nothing (the sweep's
+    rule, sweeping/options.given_names): refused before any install, not by a side's sweep."""
+    from auditor.sweeping.options import BY_NAME, given_names
+
+    given_names(BY_NAME["models"], models)
+    given_names(BY_NAME["exclude"], exclude)
 
 
 def check_names(checks: str, source: str = "") -> None:

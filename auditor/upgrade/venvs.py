@@ -12,12 +12,11 @@ step and swept in another, so a release pip cannot install is told apart from a 
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from auditor.sweeping.options import side_flags
-from auditor.upgrade.plan import SESSION, TRANSFORMERS_ENV, Side, Step, Transformers, side_run_flags
+from auditor.upgrade.plan import SESSION, TRANSFORMERS_ENV, Step, Transformers, UpgradeSide, side_run_flags
 
 EXTRAS_ENV = "AUDITOR_EXTRAS"  # the project's extras in the venv, "[ray]" for --executor ray
 
@@ -28,8 +27,8 @@ RELEASES_ENVDIR = Path("releases")
 
 def only_type(model_type: str) -> list[str]:
     """Sweep options selecting one model type, that sweep to an empty run where the release lacks
-    it (`--models TYPE` would refuse the run instead): everything, minus every other type."""
-    return side_flags(models=[".*"], exclude=[f"(?!{re.escape(model_type)}$).*"])
+    it (--allow-absent; `--models TYPE` alone would refuse the run instead)."""
+    return side_flags(models=[model_type], allow_absent=True)
 
 
 def release_steps(spec: Transformers, *, outdir: Path, envdir: Path, noxfile: Path, nox: Sequence[str],
@@ -39,7 +38,7 @@ def release_steps(spec: Transformers, *, outdir: Path, envdir: Path, noxfile: Pa
     `name` is how the steps call it (default: its slug, the release)."""
     if not (outdir.is_absolute() and envdir.is_absolute() and noxfile.is_absolute()):
         raise ValueError("release_steps needs absolute paths")
-    side = Side(name or spec.slug, spec, outdir)
+    side = UpgradeSide(name or spec.slug, spec, outdir)
     nox_cmd = (*nox, "--noxfile", str(noxfile), "--envdir", str(envdir), "--session", RELEASE_SESSION)
     env = {**(env or {}), TRANSFORMERS_ENV: spec.requirement, **({EXTRAS_ENV: extras} if extras else {})}
     install = Step(side, "install", (*nox_cmd, "--install-only"), env)

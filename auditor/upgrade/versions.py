@@ -60,6 +60,7 @@ def plan_versions(spec: str | None, *, models: Sequence[str] = (), exclude: Sequ
     if not spec:
         raise InputError("name the releases: a list such as 5.20.0,5.22.0 or a specifier such as '>=5.20,<5.25'")
     runner.check_limits(jobs=jobs, timeout=timeout, resume=resume, overwrite=overwrite)
+    runner.check_selection(models, exclude)
     if ray_address and executor != "ray":
         raise InputError("--ray-address needs --executor ray")
     slice_dir = ""

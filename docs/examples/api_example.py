@@ -1,4 +1,4 @@
-"""The example of docs/python-api.md (included there); tests/test_api.py runs it as it stands."""
+"""The example of docs/python-api.md (included there); tests/api/test_api.py runs it as it stands."""
 
 # --8<-- [start:example]
 import auditor

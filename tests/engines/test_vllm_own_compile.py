@@ -26,7 +26,7 @@ pytest.importorskip("vllm", reason="vLLM is not installed (pip install 'model-sw
 pytestmark = pytest.mark.slow  # importing vLLM alone takes half a minute here
 
 LENGTHS = (7, 13, 29)
-PLUGIN = ROOT / "tests" / "compile" / "plugin_models.py"
+PLUGIN = ROOT / "tests" / "checks" / "compile" / "plugin_models.py"
 
 
 @dataclass
@@ -46,7 +46,7 @@ class Trial:
 def run_trial(model_type: str) -> Trial:
     import torch
 
-    import tests.compile.plugin_models  # noqa: F401  (registers the auditor_compile_* types)
+    import tests.checks.compile.plugin_models  # noqa: F401  (registers the auditor_compile_* types)
     from auditor.checks.compile_trial import CountingBackend
     from auditor.engines.vllm.decorators import decorated
     from auditor.engines.vllm.own_compile import own_compiler
@@ -168,7 +168,7 @@ def test_the_compile_checks_emulation_agrees_with_vllms_own_compile(tmp_path):
     vLLM's own decorator and wrapper; `auditor agree` holds the emulation's `fixed` rows to them."""
     from tests.conftest import read_rows, run_auditor
 
-    plugin = str(ROOT / "tests" / "compile" / "plugin_models.py")
+    plugin = str(ROOT / "tests" / "checks" / "compile" / "plugin_models.py")
     proc = run_auditor("sweep", "--plugin", plugin, "--models",
                        "llama,auditor_compile_ok,auditor_compile_specialize,auditor_compile_crash", "--checks",
                        "compile", "--policies", "fixed,vllm", "--compile-ungated", "--backend", "eager",

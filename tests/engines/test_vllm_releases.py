@@ -36,8 +36,17 @@ def test_what_changed_in_0_34_0_is_in_its_record():
     assert new.citations["per-layer read"] != old.citations["per-layer read"]
     assert any("is_multimodal_model" in change for change in new.changes)
     assert new.floor("video inputs") == "5.18.0" and new.floor("MTP") == "5.20.0"
-    assert new.shims == ("triton-cpu",) and not old.shims  # 0.33.0's VllmConfig checks no Triton
+    # 0.33.0's VllmConfig checks no Triton; its CPU kernels' call sites were never read for it
+    assert new.shims == ("triton-cpu", "moe-prepack", "activation-ops") and not old.shims
     assert set(new.own_config_types) == set(old.own_config_types) - {"minimax_m3_vl", "qwen3_asr"}
+
+
+def test_every_shim_a_record_lists_is_named_and_cites_the_line_it_stands_in_for():
+    from auditor.engines.vllm import shims
+
+    for record in releases.RELEASES:
+        for name in record.shims:
+            assert name in shims.NAMES and record.citations[f"shim: {name}"]
 
 
 @pytest.mark.skipif(not HAS_VLLM, reason="vLLM is not installed: its own tables are the reference")

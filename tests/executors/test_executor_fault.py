@@ -3,7 +3,7 @@ worker that ran the pickle check is) still answers before it blames the model ty
 
 Cheap and real: announcements as LocalCluster writes them, and real sockets. The whole path (a
 cluster killed mid-sweep, its workers lost with it, recorded as `auditor-error`) is
-tests/faults/test_faults.py's Ray cluster test (slow)."""
+tests/sweeping/test_faults.py's Ray cluster test (slow)."""
 
 from __future__ import annotations
 

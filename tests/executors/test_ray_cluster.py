@@ -99,6 +99,9 @@ def test_ctrl_c_keeps_finished_rows_and_stops_the_local_cluster(tmp_path):
     deadline = time.monotonic() + 180
     while time.monotonic() < deadline and (not results.exists() or results.read_text().count("\n") < 2):
         time.sleep(0.2)
+    if proc.poll() is not None:  # say why, rather than find no cluster
+        pytest.fail(f"the sweep ended before its first row (exit {proc.returncode}): {proc.communicate()[1][-3000:]}")
+    assert results.exists() and results.read_text().count("\n") >= 2, "no row after 180 s"
     cluster = psutil.Process(proc.pid).children(recursive=True)  # gcs_server, raylet, Ray workers
     assert cluster
     proc.send_signal(signal.SIGINT)

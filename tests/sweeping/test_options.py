@@ -38,7 +38,7 @@ SWEEP_FLAGS = {flag for option in OPTIONS for flag in option.flags if flag.start
 # core/repro.py spells --models and --checks itself: core may not import the sweep layer's declarations
 # (test_layout), and report/ builds the repro command from core. Known debt (session 12): the header
 # should carry the command's spelled words, written by the sweep layer.
-OWN_OPTIONS = {("upgrade/bisecting.py", "bisect_commits"), ("upgrade/bisecting.py", "_step_options"),
+OWN_OPTIONS = {("upgrade/bisect_run.py", "bisect_commits"), ("upgrade/bisect_run.py", "_step_options"),
                ("core/repro.py", "sweep_command")}
 
 

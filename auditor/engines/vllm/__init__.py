@@ -22,6 +22,7 @@ from auditor.engines.vllm import (
     own,
     own_compile,
     plans,
+    preparation,
     releases,
     shims,
 )
@@ -72,4 +73,5 @@ ENGINE = Engine(
     own_compiler=own_compile.own_compiler,
     serves=native.outcome,
     shims=shims.needed,
+    warm_up=preparation.warm_up,
 )

@@ -125,7 +125,10 @@ def _as_constructed(gate: str, outcome: Outcome, construction) -> Outcome:
     module's docstring); the emulation's rows (construction None) as they are."""
     if construction is None:
         return outcome
-    note = {"constructor": construction.served or construction.environment or f"stops at {construction.gate}"}
+    note = {"constructor": construction.served or construction.environment or f"stops at {construction.gate}",
+            **({"shims": list(construction.shims)} if construction.shims else {}),
+            **({"inspected_in_process": list(construction.inspected_in_process)}
+               if construction.inspected_in_process else {})}
     if construction.gate == gate:
         return Failure(construction.status, construction.message, signature_of(construction.message),
                        construction.fault, {**note, "step": construction.step})

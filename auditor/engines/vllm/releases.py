@@ -39,7 +39,8 @@ class VllmRelease(EngineRelease):
     # own (transformers_utils/config.py's _CONFIG_REGISTRY; the classes themselves: config.py)
     own_config_types: tuple[str, ...] = ()
     # The environment shims (shims.py) this release's own code needs where this machine lacks
-    # what it asks: "triton-cpu" from 0.34.0 (platforms/cpu.py refuses an x86 CPU without it).
+    # what it asks: "triton-cpu" from 0.34.0 (platforms/cpu.py refuses an x86 CPU without it);
+    # "moe-prepack" and "activation-ops" for kernels of the CPU wheel the CUDA wheel lacks.
     shims: tuple[str, ...] = ()
 
     def floor(self, feature: str) -> str:
@@ -126,7 +127,8 @@ V0_34_0 = VllmRelease(
     model_floors=(("aria", "5.18.0", "Aria"),),
     backend_native=("GemmaForCausalLM", "OlmoeForCausalLM", "StableLmForCausalLM"),
     own_config_types=("hy_v4", "inkling_mm_model", "kimi_linear"),
-    shims=("triton-cpu",),
+    shims=("triton-cpu", "moe-prepack", "activation-ops"),
+    tested_transformers="5.18.0",
     citations={
         **V0_33_0.citations,
         "backend classes": "model_executor/models/registry.py:826-872",
@@ -139,6 +141,12 @@ V0_34_0 = VllmRelease(
         "floor: Aria": "model_executor/models/transformers/moe.py:217-218",
         "backend native": "model_executor/models/registry.py:782-825 (_TRANSFORMERS_SUPPORTED_MODELS)",
         "shim: triton-cpu": "platforms/cpu.py:242 (VllmConfig refuses an x86 CPU without Triton for CPUs)",
+        "shim: moe-prepack": "_cpu_ops.py:1530-1536 (cpu_prepack_moe_weight; called by "
+                             "model_executor/layers/fused_moe/experts/cpu_moe.py:269-279, process_weights_after_loading)",
+        "shim: activation-ops": "model_executor/layers/activation.py:559-566, 592-599, 624-632 (NewGELU, FastGELU, "
+                                "QuickGELU take torch.ops._C.gelu_* in __init__ on a CPU; forward_cpu calls it on "
+                                "POWERPC only: 581-584, 613-616, 646-649)",
+        "kernels": "platforms/cpu.py:663-699 (import_kernels: vllm._C, which the CUDA wheel does not ship)",
     },
     changes=(
         "transformers requirement <5.21.0 -> <5.23.0",

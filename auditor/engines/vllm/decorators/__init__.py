@@ -29,9 +29,9 @@ What a failure under a decorator means is judged by the one classifier::
             failure = classify(exc, Phase.DECORATED, decorator_files=decorator.source_files())
 """
 
+from auditor.engines.vllm.decorators.apply import DecorateError, decorate
 from auditor.engines.vllm.decorators.external import ExternalDecorator
 from auditor.engines.vllm.decorators.interface import CheckPolicy, Decorator, DynamicArgDims, refusal
-from auditor.engines.vllm.decorators.outcome import DecorateError, decorate
 from auditor.engines.vllm.decorators.registry import get_policy, policy_names, register_alias
 from auditor.engines.vllm.decorators.restore import ClassSnapshot, decorated
 

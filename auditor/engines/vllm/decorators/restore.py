@@ -13,8 +13,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from auditor.engines.vllm.decorators.apply import decorate
 from auditor.engines.vllm.decorators.interface import Decorator, DynamicArgDims
-from auditor.engines.vllm.decorators.outcome import decorate
 from auditor.engines.vllm.decorators.registry import get_policy
 
 

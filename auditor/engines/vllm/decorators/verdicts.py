@@ -15,12 +15,13 @@ from dataclasses import dataclass
 
 from auditor.core.results import Result
 from auditor.core.status import Failure, Phase, Status, classify, signature_of
-from auditor.models.components import Component, find_components, vllm_encoders
+from auditor.engines.vllm.encoders import vllm_encoders
+from auditor.models.components import Component, find_components
 from auditor.models.construction_log import ConstructionLog, Recording, recording
 
 
 @dataclass(frozen=True)
-class Verdict:
+class PolicyVerdict:
     """What one decorator policy made of one component's build."""
 
     component: str
@@ -50,7 +51,7 @@ NO_ENCODERS = ("ValueError: Unable to infer any encoder classes from the model. 
 
 
 def verdicts(config, model, policies: Sequence[str], shared_build: bool = True,
-             log: ConstructionLog | None = None) -> Iterator[Verdict]:
+             log: ConstructionLog | None = None) -> Iterator[PolicyVerdict]:
     """Build `config` on the meta device under each policy: the decoder alone (vLLM's default),
     and, for a multimodal config, the decoder and every encoder class together
     (`decoder+encoders`: vLLM with `compile_mm_encoder`, transformers/multimodal.py:921-945).
@@ -77,7 +78,7 @@ def verdicts(config, model, policies: Sequence[str], shared_build: bool = True,
     # The shared build's time is charged to the first row, so the rows add up to the check's cost.
     for decorator in decorators:
         status, message = _verdict(config, decoder, decorator, record)
-        yield Verdict(decoder.name, decoder.cls.__name__, decorator.name, status, message,
+        yield PolicyVerdict(decoder.name, decoder.cls.__name__, decorator.name, status, message,
                       time.perf_counter() - start, components.note)
         start = time.perf_counter()
         if encoders is None:
@@ -87,7 +88,7 @@ def verdicts(config, model, policies: Sequence[str], shared_build: bool = True,
         else:
             status, message = _joint_verdict(config, decoder, encoders, decorator, record)
         names = ", ".join(f"{m}: {cls.__name__}" for m, cls in encoders.items())
-        yield Verdict(JOINT, f"{decoder.cls.__name__} + {names or 'no encoder'}", decorator.name, status,
+        yield PolicyVerdict(JOINT, f"{decoder.cls.__name__} + {names or 'no encoder'}", decorator.name, status,
                       message, time.perf_counter() - start, components.note)
         start = time.perf_counter()
 
@@ -95,7 +96,7 @@ def verdicts(config, model, policies: Sequence[str], shared_build: bool = True,
 def component_names(model) -> list[str]:
     """The components `verdicts` reports on for `model`: the decoder, and for a multimodal
     config the joint cell."""
-    from auditor.models.components import is_multimodal
+    from auditor.engines.vllm.gates import is_multimodal
 
     return ["decoder", JOINT] if is_multimodal(model.config) else ["decoder"]
 

@@ -1,6 +1,6 @@
 """Small model types that compile well, or fail to in one particular way, on purpose.
 
-Load with `auditor sweep --plugin tests/compile/plugin_models.py --models 'auditor_compile_.*'
+Load with `auditor sweep --plugin tests/checks/compile/plugin_models.py --models 'auditor_compile_.*'
 --checks compile --device cpu --backend eager`. Each type is a tiny decoder (an embedding and a few
 linear layers) whose forward takes what vLLM's Transformers backend passes a decoder; the name
 says how it behaves under the compile decorator:

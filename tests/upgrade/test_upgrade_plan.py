@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from auditor.upgrade.plan import (
-    Side,
+    UpgradeSide,
     UpgradeSpecError,
     archive_version,
     default_outdir,
@@ -93,7 +93,8 @@ def test_sweep_flags_pass_only_what_was_given():
     assert sweep_flags(models=["bert,gpt2", "llama"], exclude=["gpt2"], checks="build", policies="legacy",
                        jobs=2, timeout=60.0) == [
         "--models", "bert,gpt2", "--models", "llama", "--exclude", "gpt2", "--checks", "build",
-        "--policies", "legacy", "--jobs", "2", "--timeout", "60"]
+        "--policies", "legacy", "--jobs", "2", "--timeout", "60",
+        "--allow-absent"]  # a type one side's release lacks is absent there, not refused
     assert sweep_flags(timeout=2.5) == ["--timeout", "2.5"]
 
 
@@ -142,10 +143,10 @@ def test_relative_paths_are_refused():
 
 
 def test_installed_mismatch(tmp_path):
-    side = Side("new", parse_transformers("5.18", tmp_path), Path("/out/new"))
+    side = UpgradeSide("new", parse_transformers("5.18", tmp_path), Path("/out/new"))
     assert installed_mismatch(side, "5.18.0") is None
     assert installed_mismatch(side, "5.17.0") == "the new side ran transformers 5.17.0, not 5.18"
     checkout = tmp_path / "tf"
     checkout.mkdir()
     (checkout / "setup.py").write_text("")
-    assert installed_mismatch(Side("new", parse_transformers(str(checkout), tmp_path), Path("/o")), "9") is None
+    assert installed_mismatch(UpgradeSide("new", parse_transformers(str(checkout), tmp_path), Path("/o")), "9") is None

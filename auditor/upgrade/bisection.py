@@ -10,7 +10,7 @@ first release whose state differs from it: like `git bisect`, it keeps the newes
 with the good state below the oldest seen with another one, and probes the middle between them.
 A release that could not be measured (it would not install, its sweep died) is skipped, as
 `git bisect skip` does; when only skipped releases are left between the two, the answer is the
-list of candidates. Everything here is a function of recorded states: bisecting.py installs and sweeps.
+list of candidates. Everything here is a function of recorded states: bisect_run.py installs and sweeps.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ class BisectError(ValueError):
 
 
 @dataclass(frozen=True)
-class Cell:
+class BisectTarget:
     model_type: str
     column: str = ""  # "" is any cell of the type
 
@@ -83,13 +83,13 @@ def _short(message: str, limit: int = 160) -> str:
     return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
-def parse_cell(model_type: str, column: str | None) -> Cell:
+def parse_cell(model_type: str, column: str | None) -> BisectTarget:
     if not model_type.strip():
         raise BisectError("name a model type, e.g. `llama decorate/decoder/legacy`")
-    return Cell(model_type.strip(), (column or "").strip().strip("/"))
+    return BisectTarget(model_type.strip(), (column or "").strip().strip("/"))
 
 
-def sweep_selection(cell: Cell, is_policy: Callable[[str], bool]) -> tuple[str, str | None]:
+def sweep_selection(cell: BisectTarget, is_policy: Callable[[str], bool]) -> tuple[str, str | None]:
     """The check and the policy the column needs (`decorate/decoder/legacy` -> `decorate`, `legacy`);
     "" and None when the cell is any cell of the type (the caller's choice then), None for a column
     without a policy. A column is check[/component][/policy]: of two parts, the second is a
@@ -101,7 +101,7 @@ def sweep_selection(cell: Cell, is_policy: Callable[[str], bool]) -> tuple[str, 
     return parts[0], policy
 
 
-def cell_state(cells: Mapping[tuple[str, str], CellVerdict], cell: Cell) -> State:
+def cell_state(cells: Mapping[tuple[str, str], CellVerdict], cell: BisectTarget) -> State:
     """The cell's state in one run's cells, `(model type, column) -> the cell rule's verdict`."""
     entries = sorted((Entry(column, v.label, v.row.message or v.row.signature)
                       for (model_type, column), v in cells.items()
@@ -117,7 +117,7 @@ def changed_columns(a: State, b: State) -> list[str]:
 
 
 @dataclass(frozen=True)
-class Outcome:
+class Bounds:
     """Where the search stands: the newest release with the good state, the oldest with another."""
 
     last_good: str
@@ -129,7 +129,7 @@ class Outcome:
         return len(self.candidates) == 1
 
 
-def bounds(releases: Sequence[str], states: Mapping[str, State | None]) -> Outcome:
+def bounds(releases: Sequence[str], states: Mapping[str, State | None]) -> Bounds:
     """The search's bounds from what was measured; `states` has the good and bad ends (the first
     and last of `releases`), None for a release that could not be measured."""
     good = states[releases[0]]
@@ -137,7 +137,7 @@ def bounds(releases: Sequence[str], states: Mapping[str, State | None]) -> Outco
         raise BisectError("both ends must have been measured")
     hi = next(i for i, r in enumerate(releases) if states.get(r) is not None and not states[r].same(good))
     lo = max(i for i, r in enumerate(releases[:hi]) if states.get(r) is not None and states[r].same(good))
-    return Outcome(releases[lo], releases[hi], tuple(releases[lo + 1: hi + 1]))
+    return Bounds(releases[lo], releases[hi], tuple(releases[lo + 1: hi + 1]))
 
 
 def next_probe(releases: Sequence[str], states: Mapping[str, State | None]) -> str | None:
@@ -151,7 +151,7 @@ def next_probe(releases: Sequence[str], states: Mapping[str, State | None]) -> s
     return releases[min(untried, key=lambda i: (abs(i - middle), i))]
 
 
-def check_ends(good: State, bad: State, cell: Cell, good_name: str, bad_name: str) -> None:
+def check_ends(good: State, bad: State, cell: BisectTarget, good_name: str, bad_name: str) -> None:
     """A BisectError when there is nothing to look for: the cell is the same at both ends."""
     if good.same(bad):
         seen = "absent at both" if good.absent else good.describe()

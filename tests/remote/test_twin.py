@@ -9,7 +9,7 @@ import pytest
 from auditor.remote.byvalue import Parcel, dumps_by_value, remote_classes
 from auditor.remote.twin import TwinError, as_remote_code, make_twin, write_twin
 from auditor.remote.workspace import private_modules_cache
-from tests.pickling.conftest import builtin_config, twin_of
+from tests.remote.conftest import builtin_config, twin_of
 
 
 def test_relative_imports_become_absolute_and_the_rest_is_untouched():

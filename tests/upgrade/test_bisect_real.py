@@ -4,7 +4,7 @@
 Slow: the first run on a machine builds the venv (about 1.3 GB and 2 minutes); later runs only
 switch its transformers. `granite_swa` arrived in 5.15.0, so between 5.14.1 and 5.15.1 its build
 cell goes from absent to build: three installs (the two ends and 5.15.0). The bisection starts in
-the background as the session begins (tests/tooling/early.py); the test asserts on its result.
+the background as the session begins (tests/upgrade/early.py); the test asserts on its result.
 Skipped, saying so, where the index cannot be reached.
 """
 
@@ -16,15 +16,15 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import run_auditor
-from tests.tooling import early
-from tests.tooling.test_upgrade_real import need_nox_and_pypi, pypi_reachable
+from tests.upgrade import early
+from tests.upgrade.test_upgrade_real import need_nox_and_pypi, pypi_reachable
 
 pytestmark = pytest.mark.slow
 
 
 @early.job("bisect_run")
 def _bisect(workdir: Path) -> tuple[subprocess.CompletedProcess, Path]:
-    """Started as the session begins (tests/tooling/early.py)."""
+    """Started as the session begins (tests/upgrade/early.py)."""
     need_nox_and_pypi("the bisection installs transformers from it")
     out = workdir / "bisect"
     return run_auditor("bisect", "granite_swa", "build", "--good", "5.14.1", "--bad", "5.15.1",

@@ -8,16 +8,18 @@ from pathlib import Path
 import pytest
 
 from auditor.cli import main
-from auditor.upgrade import runner
+from auditor.upgrade import releases, runner
 from auditor.upgrade.selfdist import checkout_root
 from tests.report.helpers import result, write_run
-from tests.tooling.fakes import use_fake_noxfile
+from tests.upgrade.fakes import RECORDED_RELEASES, use_fake_noxfile
 
 
 @pytest.fixture
 def fake(tmp_path, monkeypatch):
-    """A project with the stand-in noxfile; base.jsonl and new.jsonl as 5.17.0 and 5.18.0 would sweep."""
+    """A project with the stand-in noxfile and the index's releases recorded; base.jsonl and
+    new.jsonl as 5.17.0 and 5.18.0 would sweep."""
     use_fake_noxfile(tmp_path, monkeypatch)
+    monkeypatch.setattr(releases, "index_releases", lambda: RECORDED_RELEASES)
     runs(tmp_path, base=["build", "build"], new=["build", "error"])
     return tmp_path
 
@@ -48,7 +50,7 @@ def test_a_regression_exits_1_with_the_diff_and_both_reports(fake, capsys):
                          ["sweep", "base", "transformers==5.17.0"], ["sweep", "new", "transformers==5.18.0"]]
     sweep_line = (fake / "log.txt").read_text().splitlines()[3]
     assert "--label new: transformers 5.18.0 --overwrite" in sweep_line
-    assert "--models bert,gpt2 --checks" in sweep_line and sweep_line.endswith("--jobs 1")
+    assert "--models bert,gpt2 --checks" in sweep_line and sweep_line.endswith("--jobs 1 --allow-absent")
 
 
 def test_an_allowed_regression_exits_0(fake, capsys):
@@ -64,10 +66,19 @@ def test_no_change_exits_0(fake, capsys):
     assert "0 regressions" in capsys.readouterr().out
 
 
-def test_a_release_pip_cannot_install_stops_before_any_sweep(fake, capsys):
+def test_a_release_pip_cannot_install_stops_before_any_sweep(fake, capsys, monkeypatch):
+    # The stand-in noxfile fails to install 9.9.9: a release the index lists that pip cannot install.
+    monkeypatch.setattr(releases, "index_releases", lambda: (*RECORDED_RELEASES, "9.9.9"))
     assert main(["upgrade-check", "--from", "5.17.0", "--to", "9.9.9"]) == 2
     assert "could not install new (9.9.9): nox exited 1" in capsys.readouterr().err
     assert [action for action, _, _ in log(fake)] == ["install", "install"]
+
+
+def test_a_release_the_index_does_not_have_is_refused_before_any_install(fake, capsys):
+    assert main(["upgrade-check", "--from", "5.17.0", "--to", "9.9.9"]) == 2
+    assert ("auditor: error: --to 9.9.9: transformers 9.9.9 is not a release on the package index; "
+            "nearest: 5.24.0") in capsys.readouterr().err
+    assert not (fake / "log.txt").exists()
 
 
 def test_results_of_another_release_are_refused(fake, capsys):

@@ -6,7 +6,7 @@ which renamed the rope fields): the config drift between them is checked end to 
 
 Slow: the first run on a machine installs two venvs from PyPI (about 1.3 GB and 2 minutes each);
 later runs reuse them (.nox/upgrade_check-base and -new) and take about a minute. The command starts
-in the background as the session begins (tests/tooling/early.py). Skipped, saying so, where PyPI
+in the background as the session begins (tests/upgrade/early.py). Skipped, saying so, where PyPI
 cannot be reached.
 """
 
@@ -21,7 +21,7 @@ import pytest
 
 from auditor.core.results import read_run
 from tests.conftest import run_auditor
-from tests.tooling import early
+from tests.upgrade import early
 
 pytestmark = pytest.mark.slow
 
@@ -47,7 +47,7 @@ def need_nox_and_pypi(why: str) -> None:
 
 @early.job("upgrade_run")
 def _upgrade(workdir: Path) -> tuple[subprocess.CompletedProcess, Path]:
-    """Started as the session begins (tests/tooling/early.py)."""
+    """Started as the session begins (tests/upgrade/early.py)."""
     need_nox_and_pypi("the two sides install transformers from it")
     out = workdir / "upgrade"
     return run_auditor("upgrade-check", "--from", BASE, "--to", NEW, "--models", ",".join(sorted(MODELS)),
@@ -78,5 +78,5 @@ def test_upgrade_check_between_two_releases(upgrade_run, tmp_path):
     assert "## Config drift (3)" in drift  # three types: too few for changes to count as shared
     llama = next(line for line in drift.splitlines() if line.startswith("| llama |"))
     assert "rope_theta\\` → \\`rope_parameters.rope_theta" in llama, llama
-    gated = run_auditor("diff", str(out / "base"), str(out / "new"), "--fail-on", "drift", "-o", str(tmp_path / "d"))
-    assert gated.returncode == 1 and "--fail-on drift:" in gated.stderr
+    gated = run_auditor("diff", str(out / "base"), str(out / "new"), "--fail-on-drift", "-o", str(tmp_path / "d"))
+    assert gated.returncode == 1 and "--fail-on-drift:" in gated.stderr

@@ -1,5 +1,5 @@
 """Every graph break of a component, with its user frame and owner: `component_breaks` on the real
-tiny models of the plugin types (tests/compile/plugin_models.py), and the owner rule on the real
+tiny models of the plugin types (tests/checks/compile/plugin_models.py), and the owner rule on the real
 files of the installed packages."""
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ HERE = Path(__file__).resolve().parent
 
 @pytest.fixture(scope="module")
 def plugin():
-    from tests.compile import plugin_models  # registers the types, once per process
+    from tests.checks.compile import plugin_models  # registers the types, once per process
 
     return plugin_models
 

@@ -1,5 +1,5 @@
 """A module of helpers that a plugin model type calls: a graph break here is in another file than
-the model's (tests/compile/plugin_models.py imports it by path, as plugins are loaded by path)."""
+the model's (tests/checks/compile/plugin_models.py imports it by path, as plugins are loaded by path)."""
 
 import torch
 

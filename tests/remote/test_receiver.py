@@ -10,7 +10,7 @@ import pytest
 from auditor.core.status import Status
 from auditor.remote.byvalue import Parcel, dumps_by_reference, dumps_by_value
 from auditor.remote.receiver import FarSideError, _forget_modules_caches
-from tests.pickling.conftest import builtin_config, twin_of
+from tests.remote.conftest import builtin_config, twin_of
 
 POLICIES = ("legacy", "fixed", "fixed-no-config-skip")
 

@@ -9,7 +9,7 @@ itself is the wheel's (asserted). Its side venvs are the checkout's (AUDITOR_VEN
 test_upgrade_real and test_bisect_real: a warm run only swaps the auditor and transformers.
 
 Slow: about a minute warm; the first run on a machine builds the two side venvs (minutes). It
-starts in the background as the session begins (tests/tooling/early.py). Skipped, saying so, where
+starts in the background as the session begins (tests/upgrade/early.py). Skipped, saying so, where
 PyPI cannot be reached.
 """
 
@@ -26,8 +26,8 @@ import pytest
 from auditor.core.results import read_run
 from auditor.upgrade.selfdist import checkout_root, venv_home
 from tests.conftest import auditor_env
-from tests.tooling import early
-from tests.tooling.test_upgrade_real import need_nox_and_pypi
+from tests.upgrade import early
+from tests.upgrade.test_upgrade_real import need_nox_and_pypi
 
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(importlib.util.find_spec("nox") is None, reason="needs nox")]
@@ -52,7 +52,7 @@ def _install_wheel(root: Path) -> Path:
 
 @early.job("wheel_run")
 def _from_the_wheel(workdir: Path) -> tuple[Path, Path, subprocess.CompletedProcess, subprocess.CompletedProcess]:
-    """Started as the session begins (tests/tooling/early.py): the wheel installed, then
+    """Started as the session begins (tests/upgrade/early.py): the wheel installed, then
     upgrade-check from an empty directory; (its bin/, the empty directory, where `auditor`
     is imported from there, the upgrade-check)."""
     need_nox_and_pypi("the sides install transformers from it")

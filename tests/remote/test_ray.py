@@ -6,7 +6,7 @@ import tempfile
 import pytest
 
 from auditor.remote.byvalue import Parcel
-from tests.pickling.conftest import twin_of
+from tests.remote.conftest import twin_of
 
 
 def test_without_ray_the_column_says_how_to_get_it(monkeypatch):

@@ -7,7 +7,7 @@ import pytest
 
 from auditor.core.results import read_run
 from tests.conftest import ROOT, run_auditor
-from tests.pickling.conftest import FIXTURE, KILLER
+from tests.remote.conftest import FIXTURE, KILLER
 
 POLICIES = ("legacy", "fixed", "fixed-no-config-skip")
 TYPES = ["auditor_kills_receiver", "llama", "qwen2_vl", "remote:tiny-llama-2.5"]

@@ -12,12 +12,12 @@ from auditor.core.outcome import judge
 from auditor.core.results import Result
 from auditor.core.status import Status
 from auditor.report.ranges import pass_ranges, ranges_csv, ranges_html
-from auditor.upgrade.bisect import (
+from auditor.upgrade.bisection import (
     GIT_BAD,
     GIT_GOOD,
     GIT_SKIP,
     BisectError,
-    Cell,
+    BisectTarget,
     Entry,
     State,
     bounds,
@@ -94,13 +94,23 @@ def test_a_column_names_the_check_and_policy_it_needs():
         parse_cell(" ", "build")
 
 
-def test_only_type_selects_one_type_by_exclusion():
-    import re
+def test_only_type_selects_one_type_and_an_empty_run_where_the_release_lacks_it():
+    from auditor.models import cases
+    import argparse
 
-    models, exclude = only_type("qwen2.5_vl")[1], only_type("qwen2.5_vl")[3]
-    known = ["qwen2.5_vl", "qwen2_5_vl", "llama"]
-    kept = [k for k in known if re.fullmatch(models, k) and not re.fullmatch(exclude, k)]
-    assert kept == ["qwen2.5_vl"]
+    from auditor.sweeping.options import add_arguments, make_request, values_of
+
+    words = only_type("granite_swa")
+    assert words == ["--models", "granite_swa", "--allow-absent"]
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    request = make_request(**values_of(parser.parse_args(words)))
+    assert request.allow_absent
+    older = [cases.ModelCase(name) for name in ("granite", "llama")]  # a release before granite_swa
+    absent: list[str] = []
+    assert cases.select(older, request.models, absent=absent) == [] and absent == ["granite_swa"]
+    newer = [*older, cases.ModelCase("granite_swa")]
+    assert [c.model_type for c in cases.select(newer, request.models, absent=[])] == ["granite_swa"]
 
 
 def test_release_steps_use_upgrade_checks_session_in_their_own_envdir():
@@ -128,11 +138,11 @@ def row(model, status, check="decorate", component="decoder", policy="legacy", m
 def test_a_cells_state_is_its_columns_statuses():
     cells = {(v.row.model_type, v.row.column): v for v in (row("llama", "build"),
                                                            row("llama", "refused", policy="fixed"), row("gpt2", "error"))}
-    one = cell_state(cells, Cell("llama", "decorate/decoder/legacy"))
+    one = cell_state(cells, BisectTarget("llama", "decorate/decoder/legacy"))
     assert one.statuses() == {"decorate/decoder/legacy": "build"}
-    whole = cell_state(cells, Cell("llama"))
+    whole = cell_state(cells, BisectTarget("llama"))
     assert whole.statuses() == {"decorate/decoder/legacy": "build", "decorate/decoder/fixed": "refused"}
-    assert cell_state(cells, Cell("granite_swa")).absent
+    assert cell_state(cells, BisectTarget("granite_swa")).absent
     assert changed_columns(one, whole) == ["decorate/decoder/fixed"]
     assert State().describe() == "absent (no such model type)"
 
@@ -178,10 +188,10 @@ def test_a_release_that_cannot_be_measured_is_skipped():
 
 def test_the_same_cell_at_both_ends_is_refused():
     with pytest.raises(BisectError, match="does not differ between 5.13.0 and 5.18.0 .absent at both"):
-        check_ends(State(), State(), Cell("nope", "build"), "5.13.0", "5.18.0")
+        check_ends(State(), State(), BisectTarget("nope", "build"), "5.13.0", "5.18.0")
     with pytest.raises(BisectError, match="build"):
-        check_ends(state("build"), state("build"), Cell("llama", "decorate/decoder/legacy"), "a", "b")
-    check_ends(state("build"), state("refused"), Cell("llama"), "a", "b")
+        check_ends(state("build"), state("build"), BisectTarget("llama", "decorate/decoder/legacy"), "a", "b")
+    check_ends(state("build"), state("refused"), BisectTarget("llama"), "a", "b")
 
 
 def test_a_step_speaks_git_bisect_runs_protocol():
@@ -219,12 +229,12 @@ def test_pass_ranges_from_three_releases():
 
 def test_a_flaky_cell_is_neither_good_nor_bad_for_bisect_nor_a_failure_in_a_range():
     flaky = row("llama", "timeout", "build", "", "", rerun="build")
-    state = cell_state({("llama", "build"): flaky}, Cell("llama", "build"))
+    state = cell_state({("llama", "build"): flaky}, BisectTarget("llama", "build"))
     assert state.statuses() == {"build": "flaky"} and state.flaky
-    good = cell_state({("llama", "build"): row("llama", "build", "build", "", "")}, Cell("llama", "build"))
+    good = cell_state({("llama", "build"): row("llama", "build", "build", "", "")}, BisectTarget("llama", "build"))
     assert step_verdict(good, state) == GIT_SKIP
     confirmed = cell_state({("llama", "build"): row("llama", "timeout", "build", "", "", rerun="timeout")},
-                           Cell("llama", "build"))
+                           BisectTarget("llama", "build"))
     assert step_verdict(good, confirmed) == GIT_BAD
     by_release = {"5.20.0": {("llama", "build"): row("llama", "build", "build", "", "")},
                   "5.22.0": {("llama", "build"): flaky},

@@ -9,7 +9,7 @@ worker calls, without a worker's startup per case. The sweep-level default is ch
 import pytest
 import torch
 
-import tests.compile.plugin_models  # noqa: F401  (registers the auditor_compile_* types)
+import tests.checks.compile.plugin_models  # noqa: F401  (registers the auditor_compile_* types)
 from auditor import engines
 from auditor.checks.compile import engine_stop
 from auditor.checks.compile_trial import compile_component
@@ -94,7 +94,7 @@ def test_dynamic_rope_that_can_still_rescale_turns_vllms_compile_off():
 def test_a_sweep_compiles_as_vllm_by_default_and_says_so(tmp_path):
     # The plugin type is not in transformers' namespace (vLLM's registry refuses it): no compile
     # runs, so this sweep is cheap (t5's stop is checked in process above).
-    proc = run_auditor("sweep", "--plugin", tests.compile.plugin_models.__file__, "--models",
+    proc = run_auditor("sweep", "--plugin", tests.checks.compile.plugin_models.__file__, "--models",
                        "auditor_compile_ok", "--checks", "compile", "--jobs", "1", "-o", str(tmp_path))
     assert proc.returncode == 0, proc.stderr
     header, rows = read_rows(tmp_path)

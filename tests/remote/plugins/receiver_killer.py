@@ -1,6 +1,6 @@
 """A model type whose config kills the pickle check's receiver the moment it arrives there.
 
-Load with `auditor sweep --plugin tests/pickling/plugins/receiver_killer.py`. Its config is
+Load with `auditor sweep --plugin tests/remote/plugins/receiver_killer.py`. Its config is
 an ordinary module-level class (it pickles by reference), but unpickling it inside the
 receiver process ends that process, as a far side that segfaults would.
 """

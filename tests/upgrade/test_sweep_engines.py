@@ -26,7 +26,7 @@ from auditor.cli import main
 from auditor.core.results import Result, read_run
 from auditor.core.status import Status
 from tests.report.helpers import write_run
-from tests.tooling.fakes import use_fake_noxfile
+from tests.upgrade.fakes import use_fake_noxfile
 
 TRANSFORMERS = metadata.version("transformers")
 
@@ -57,7 +57,8 @@ def test_an_engine_not_installed_here_needs_its_version(home, capsys):
     if engines.get("vllm").installed:
         pytest.skip("vLLM is installed here")
     assert main(["sweep", "--engine", "vllm", "--models", "gpt2", "--checks", "build", "-o", str(home / "out")]) == 2
-    assert "--engine vllm: vllm is not installed here; name its version, such as vllm==0.33.0" in capsys.readouterr().err
+    assert ("--engine vllm: vllm is not installed here; name its version, such as "
+            f"{engines.example_requirement('vllm')}") in capsys.readouterr().err  # the newest release record
 
 
 def _engine_run(home: Path) -> None:

@@ -1,4 +1,4 @@
-"""The real-release commands of tests/tooling, started in the background as the session begins.
+"""The real-release commands of tests/upgrade, started in the background as the session begins.
 
 test_bisect_real, test_upgrade_real and test_wheel_install each run one real command that
 installs transformers releases from the package index into the checkout's side venvs and sweeps

@@ -16,8 +16,8 @@ from auditor.cli import main
 from auditor.upgrade import releases
 from auditor.upgrade.engines import EngineSpec
 from auditor.upgrade.installer import parse_pip_config, uv_settings
-from tests.tooling.fakes import use_fake_noxfile
-from tests.tooling.test_upgrade_real import pypi_reachable
+from tests.upgrade.fakes import RECORDED_RELEASES, use_fake_noxfile
+from tests.upgrade.test_upgrade_real import pypi_reachable
 
 
 @pytest.fixture(scope="module")
@@ -31,7 +31,7 @@ def vllm_cache(tmp_path_factory) -> Path:
 @pytest.fixture
 def fake(tmp_path, monkeypatch, vllm_cache):
     monkeypatch.setenv("AUDITOR_VENVS", str(vllm_cache))
-    monkeypatch.setattr(releases, "index_releases", lambda: ("5.18.0", "5.20.0", "5.21.0"))  # the index's, in part
+    monkeypatch.setattr(releases, "index_releases", lambda: RECORDED_RELEASES)
     return use_fake_noxfile(tmp_path, monkeypatch)
 
 

@@ -5,8 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from auditor.upgrade import runner
+from auditor.upgrade.releases import parse_index_versions
 
 FAKE_NOXFILE = Path(__file__).with_name("fake_noxfile.py")
+# The package index's transformers releases as `pip index versions` listed them (5.24.0 the newest):
+# what the tests that stand in for the index give `releases.index_releases`.
+RECORDED_RELEASES = tuple(parse_index_versions(
+    (Path(__file__).resolve().parents[1] / "fixtures" / "upgrade" / "pip-index-versions.txt").read_text()))
 
 
 def use_fake_noxfile(tmp_path: Path, monkeypatch) -> Path:

@@ -1,5 +1,5 @@
 """`auditor bisect`, `bisect-step` and `versions` end to end with their nox steps stood in for
-(tests/tooling/fake_releases.py) and the index's release list recorded; commits through a real
+(tests/upgrade/fake_releases.py) and the index's release list recorded; commits through a real
 `git bisect run` over a small real repository; and bad input, refused before any install."""
 
 from __future__ import annotations
@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from auditor.cli import main
-from auditor.upgrade import bisecting, releases
+from auditor.upgrade import bisect_run, releases
 from auditor.upgrade.releases import parse_index_versions
 from auditor.upgrade.selfdist import venv_home
-from tests.tooling import fake_releases
+from tests.upgrade import fake_releases
 
 RELEASES = tuple(parse_index_versions(
     (Path(__file__).resolve().parents[1] / "fixtures" / "upgrade" / "pip-index-versions.txt").read_text()))
@@ -117,7 +117,7 @@ def repo(tmp_path, monkeypatch):
         (repo / "version.txt").write_text(f"c{i}\n")
         git(repo, "add", "-A")
         git(repo, "commit", "-q", "-m", f"change {i}")
-    monkeypatch.setattr(bisecting, "STEP_COMMAND", (sys.executable, fake_releases.__file__))
+    monkeypatch.setattr(bisect_run, "STEP_COMMAND", (sys.executable, fake_releases.__file__))
     return repo
 
 

@@ -6,7 +6,7 @@ commits of a local checkout through `git bisect run`, whose steps are `bisect_st
 or commit tried is installed into one reused venv (upgrade-check's new side,
 .nox/upgrade_check-new/, under its lock) and swept into a run directory of its own under the
 probe's `outdir`. The search itself (which release next, what a state is)
-is bisect.py's; nothing here prints.
+is bisection.py's; nothing here prints.
 """
 
 from __future__ import annotations
@@ -19,11 +19,11 @@ from pathlib import Path
 
 from auditor.core.errors import InputError, RunInterrupted
 from auditor.upgrade import releases, runner
-from auditor.upgrade.bisect import (
+from auditor.upgrade.bisection import (
     BisectError,
-    Cell,
+    BisectTarget,
+    Bounds,
     Entry,
-    Outcome,
     State,
     bounds,
     cell_state,
@@ -49,7 +49,7 @@ STEP_COMMAND = (sys.executable, "-m", "auditor")
 class Probe:
     """How each release or commit is measured: the cell, its sweep's options, where runs go."""
 
-    cell: Cell
+    cell: BisectTarget
     sweep: tuple[str, ...]  # the sweep's options, as `auditor sweep` takes them
     outdir: Path
     step_options: tuple[str, ...] = ()  # the same, as `auditor bisect-step` takes them
@@ -122,10 +122,10 @@ def _is_policy(name: str) -> bool:
 class ReleaseBisection:
     """Where the cell changed among `span` (good end first); None for a release that could not be measured."""
 
-    cell: Cell
+    cell: BisectTarget
     span: tuple[str, ...]
     states: dict[str, State | None]  # in the order tried
-    outcome: Outcome
+    outcome: Bounds
 
     @property
     def skipped(self) -> list[str]:
@@ -159,7 +159,7 @@ def bisect_releases(probe: Probe, good: str, bad: str, events: UpgradeEvents | N
     return ReleaseBisection(probe.cell, tuple(span), states, bounds(span, states))
 
 
-def _check_ends(good: State, bad: State, cell: Cell, good_name: str, bad_name: str) -> None:
+def _check_ends(good: State, bad: State, cell: BisectTarget, good_name: str, bad_name: str) -> None:
     try:
         check_ends(good, bad, cell, good_name, bad_name)
     except BisectError as exc:
@@ -172,7 +172,7 @@ def _check_ends(good: State, bad: State, cell: Cell, good_name: str, bad_name: s
 class CommitBisection:
     """What `git bisect run` found: the first bad `commit` (None when it named none)."""
 
-    cell: Cell
+    cell: BisectTarget
     good: State
     bad: State
     commit: str | None
