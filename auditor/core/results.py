@@ -10,7 +10,9 @@ unbuffered write, then flushed to the disk (`fsync`) before the next type's. A r
 type's rows only once its completion record follows them, so whatever cuts the file short (a
 `kill -9`, a power loss, a full disk) costs at most the model type being written, never a row
 of a finished one, and never makes the file unreadable: a torn tail is reported (`Run.damage`)
-and, before a resumed sweep appends, moved out of the live file by `repair`. Version 1 files
+and, before a resumed sweep appends, moved out of the live file by `repair`. A tail overwritten
+with garbage is read the same way: the first line that is not a record stops the reading when no
+record follows it (one that does is damage inside the file, an error). Version 1 files
 (no completion records) are still read: every row counts, a cut last line is dropped.
 """
 
@@ -19,6 +21,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -32,6 +35,11 @@ from auditor.core.status import Failure, Status, default_fault
 FORMAT_VERSION = 2
 READABLE_VERSIONS = (1, 2)
 RESULTS_FILE = "results.jsonl"
+# A run id names one run directory of a reports folder (REPORTS/RUN_ID/results.jsonl): one path
+# component, so that it can neither leave the folder nor nest in it (a run's earlier runs are its
+# siblings), of characters that every file system and shell takes as they are.
+RUN_ID_RULE = "one name of ASCII letters, digits, '.', '_', '-' and '+', not starting with '.'"
+_RUN_ID = re.compile(r"[A-Za-z0-9_+-][A-Za-z0-9._+-]*")
 TORN_SUFFIX = ".torn"  # results.jsonl.torn: what `repair` took out of the live file, appended
 # Test-only seam, read by ResultsWriter alone: pause this many seconds in the middle of writing
 # each model type's unit, so that a fault test can kill the sweep while a unit is half written.
@@ -173,10 +181,12 @@ class ResultsFileError(InputError):
 
 @dataclass(frozen=True)
 class Damage:
-    """What a results file cut short lost: a last line cut mid-way, and the model types whose
-    rows have no completion record (they count as not done)."""
+    """What a results file cut short or overwritten lost: its unreadable tail (a line cut
+    mid-way or not JSON, and every line after it, none of them a record), and the model types
+    whose rows have no completion record (they count as not done)."""
 
-    torn_line: bool
+    torn_at: int = 0  # the line (1-based) that stopped the reading: where the unreadable tail starts; 0: none
+    torn_lines: int = 0  # how many lines that tail is
     incomplete: tuple[tuple[str, int], ...] = ()  # (model type, rows it had)
 
     @property
@@ -184,7 +194,10 @@ class Damage:
         return sum(rows for _, rows in self.incomplete)
 
     def note(self) -> str:
-        parts = ["a cut last line"] if self.torn_line else []
+        parts = []
+        if self.torn_at:
+            last = self.torn_at + self.torn_lines - 1
+            parts.append(f"line {self.torn_at}" if last == self.torn_at else f"lines {self.torn_at}-{last}")
         if self.incomplete:
             names = ", ".join(f"{model_type} ({rows} row{'s' if rows != 1 else ''})"
                               for model_type, rows in self.incomplete[:5])
@@ -207,6 +220,19 @@ class Run:
     def done_model_types(self) -> set[str]:
         """Model types whose rows are all there: what --resume skips."""
         return {r.model_type for r in self.results}
+
+
+def check_run_id(text: str, what: str) -> str:
+    """`text`, when it is a run id (RUN_ID_RULE); an InputError otherwise, saying what is and
+    offering a name made of `text` that is one. `what` names where the id came from (the flag,
+    the variable)."""
+    if _RUN_ID.fullmatch(text):
+        return text
+    fixed = re.sub(r"[^A-Za-z0-9._+-]+", "-", text).strip(".-")
+    offer = f", such as {fixed!r}" if fixed else ""
+    shown = f"{what} {text!r} is not a run id" if text else f"{what} is empty"
+    raise InputError(f"{shown}: a run id is {RUN_ID_RULE}{offer}; it names a run directory inside "
+                     "the reports folder, never a path")
 
 
 def results_path(path: str | os.PathLike[str]) -> Path:
@@ -279,9 +305,10 @@ def _scan(p: Path) -> _Scan:
         raise ResultsFileError(f"{p} is empty")
     info, version = _header(p, lines[0])
     records, torn = _records(p, lines)
-    dropped_index = {len(lines) - 1} if torn else set()
+    dropped_index = set(range(torn, len(lines))) if torn else set()
     results, incomplete = _units(p, records, version, dropped_index)
-    damage = Damage(torn, incomplete) if torn or incomplete else None
+    damage = Damage(torn + 1 if torn else 0, len(lines) - torn if torn else 0, incomplete) \
+        if torn or incomplete else None
     run = Run(info=info, results=tuple(r for i, r in sorted(results.items()) if i not in dropped_index), path=p,
               format_version=version, damage=damage)
     kept = [line for i, line in enumerate(lines) if i not in dropped_index]
@@ -307,24 +334,33 @@ def _header(p: Path, line: bytes) -> tuple[RunInfo, int]:
         raise ResultsFileError(f"{p}: the header does not describe a run ({exc})") from exc
 
 
-def _records(p: Path, lines: list[bytes]) -> tuple[list[tuple[int, dict]], bool]:
-    """(index in lines, record) of every line after the header, and whether the last line is
-    torn: cut short (every write ends with a newline) or not JSON. Only the last line may be."""
+def _records(p: Path, lines: list[bytes]) -> tuple[list[tuple[int, dict]], int]:
+    """(index in lines, record) of every line after the header, and the index where its torn
+    tail starts (0: none). The tail is the first line cut short (every write ends with a
+    newline) or not a JSON object, with every line after it, when none after it is one: what a
+    killed write or a tail overwritten with garbage leaves. Such a line with a record after it is
+    damage inside the file, an error: reading around it would drop the rows that follow."""
     records: list[tuple[int, dict]] = []
     for index in range(1, len(lines)):
         line = lines[index]
         if not line.strip():
             continue
-        last = index == len(lines) - 1
-        if last and not line.endswith(b"\n"):
-            return records, True
         try:
+            if not line.endswith(b"\n"):
+                raise ResultsFileError(f"{p}:{index + 1}: cut short")
             records.append((index, _parse_line(p, index + 1, line)))
         except ResultsFileError:
-            if last:
-                return records, True
-            raise
-    return records, False
+            if any(_is_record(rest) for rest in lines[index + 1:]):
+                raise
+            return records, index
+    return records, 0
+
+
+def _is_record(line: bytes) -> bool:
+    try:
+        return isinstance(json.loads(line), dict)
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return False
 
 
 def _units(p: Path, records: list[tuple[int, dict]], version: int,

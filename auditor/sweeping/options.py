@@ -21,6 +21,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import auditor.engines as engines
+from auditor.core.results import RUN_ID_RULE
+
 DEFAULT_TIMEOUT = 300.0
 DEFAULT_CHECKS = ("build", "decorate", "pickle", "backend")
 DEFAULT_POLICIES = ("legacy", "fixed", "fixed-no-config-skip")
@@ -88,12 +91,18 @@ def _cores() -> int:
 
 
 _CHECKS_TEXT, _POLICIES_TEXT = ",".join(DEFAULT_CHECKS), ",".join(DEFAULT_POLICIES)
+_ENGINE_POLICIES_TEXT, _SEMANTICS = ", ".join(engines.decorator_policies()), engines.default_semantics()
 
 OPTIONS: tuple[Option, ...] = (
     Option("models", ("--models",), Kind.NAMES, group="selection", default=(), metavar="A,B,...", sides=True,
            spelled=Spelled.GIVEN, help="model types or regular expressions to audit (default: all)"),
     Option("exclude", ("--exclude",), Kind.NAMES, group="selection", default=(), metavar="A,B,...", sides=True,
            spelled=Spelled.GIVEN, help="model types or regular expressions to leave out"),
+    Option("allow_absent", ("--allow-absent",), Kind.SWITCH, group="selection", default=False, sides=True,
+           spelled=Spelled.GIVEN,
+           help="a model type --models names exactly that this transformers does not have is left out "
+                "and said so, not refused: the sweeps of upgrade-check and versions take it, whose "
+                "releases differ in their types (a type only the newer has is a new type in their diff)"),
     Option("plugins", ("--plugin",), Kind.PATHS, group="selection", default=(), metavar="MODULE_OR_FILE",
            experiment="plugins", spelled=Spelled.GIVEN,
            help="import this module or .py file first (in every worker too), "
@@ -110,8 +119,8 @@ OPTIONS: tuple[Option, ...] = (
            spelled=Spelled.ALWAYS, sides=True, help=f"comma-separated checks (default: {_CHECKS_TEXT})"),
     Option("policies", ("--policies",), Kind.LIST, group="checks", default=DEFAULT_POLICIES,
            experiment="policies", spelled=Spelled.ALWAYS, sides=True,
-           help="decorator policies: legacy, fixed, fixed-no-config-skip, vllm (the real "
-                f"decorator, needs vLLM), external:MODULE:ATTR (default: {_POLICIES_TEXT})"),
+           help=f"decorator policies: legacy, fixed, fixed-no-config-skip, {_ENGINE_POLICIES_TEXT} (an "
+                f"engine's real decorator, needs the engine), external:MODULE:ATTR (default: {_POLICIES_TEXT})"),
     Option("device", ("--device",), Kind.TEXT, group="checks", choices=("meta", "cpu", "cuda"),
            experiment="device", spelled=Spelled.ALWAYS,
            help="where the checks that run models (tiny, compile) build them; build and decorate "
@@ -125,12 +134,12 @@ OPTIONS: tuple[Option, ...] = (
     Option("compile_policy", ("--compile-policy",), Kind.TEXT, group="checks", default="fixed",
            experiment="compile policy", spelled=Spelled.ALWAYS,
            help="the decorator policy the compile check builds under (default: fixed)"),
-    Option("compile_semantics", ("--compile-semantics",), Kind.TEXT, group="checks", default="vllm",
+    Option("compile_semantics", ("--compile-semantics",), Kind.TEXT, group="checks", default=_SEMANTICS,
            experiment="compile semantics", spelled=Spelled.ALWAYS, metavar="ENGINE|plain",
-           help="how the compile check compiles: as a serving engine does (vllm: its gates first, "
-                "guards dropped, the graph of the first length reused at 7, 13 and 29 tokens) or "
+           help=f"how the compile check compiles: as a serving engine does ({_SEMANTICS}: its gates "
+                "first, guards dropped, the graph of the first length reused at 7, 13 and 29 tokens) or "
                 "plain (torch.compile(fullgraph=True) with its guards: transformers' own fullgraph "
-                "question) (default: vllm)"),
+                f"question) (default: {_SEMANTICS})"),
     Option("compile_ungated", ("--compile-ungated",), Kind.SWITCH, group="checks", default=False,
            experiment="compile ungated", spelled=Spelled.GIVEN,
            help="compile under an engine's semantics even where its gates stop the model (what its "
@@ -178,7 +187,9 @@ OPTIONS: tuple[Option, ...] = (
            help="run directory (default: REPORTS/RUN_ID)"),
     Option("reports", ("--reports",), Kind.PATH, group="output", default=Path("reports"),
            help="reports root (default: reports)"),
-    Option("run_id", ("--run-id",), Kind.TEXT, group="output", help="name of the run directory (default: the UTC time)"),
+    Option("run_id", ("--run-id",), Kind.TEXT, group="output",
+           help=f"name of the run directory inside REPORTS: {RUN_ID_RULE}, e.g. nightly-5.25.0; "
+                "anything else (a path, a branch name with /) exits 2 (default: the UTC time, YYYYMMDD-HHMMSS)"),
     Option("label", ("--label",), Kind.TEXT, group="output", default="", experiment="label", spelled=Spelled.GIVEN,
            sides=True, help="environment label shown in reports"),
     Option("resume", ("--resume",), Kind.SWITCH, group="output", default=False, sides=True,
@@ -237,6 +248,22 @@ def listed(values, *, split: bool = True) -> tuple[str, ...]:
     return tuple(item for item in items if item)
 
 
+def given_names(option: Option, value) -> tuple[str, ...]:
+    """The names a list option was given (`listed`); an InputError for a value given that names
+    none (`--models ''`, what `--models "$MODELS"` gives with the variable unset), which would
+    otherwise go unnoticed or, alone, mean the option's default (for --models: every model type).
+    Left out (None, an empty list), it keeps its default. The rule of every command that passes
+    such an option on."""
+    from auditor.core.errors import InputError
+
+    split = option.kind is not Kind.PATHS
+    for item in _items(value) if value is not None else ():
+        if not listed(item, split=split):
+            raise InputError(f"{option.flag} {str(item)!r} names nothing: give at least one name, or leave "
+                             f"{option.flag} out (an unset variable?)")
+    return listed(value, split=split)
+
+
 def make_request(**options) -> SweepRequest:
     """A SweepRequest from keyword options, comma-separated strings split and paths made Paths;
     an unknown option is an InputError."""
@@ -249,7 +276,7 @@ def make_request(**options) -> SweepRequest:
     for name, value in options.items():
         kind = BY_NAME[name].kind
         if kind in (Kind.NAMES, Kind.LIST, Kind.PATHS):
-            options[name] = listed(value, split=kind is not Kind.PATHS)
+            options[name] = given_names(BY_NAME[name], value)
         elif kind is Kind.PATH and value is not None:
             options[name] = Path(value)
     return SweepRequest(**options)

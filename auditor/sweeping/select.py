@@ -2,24 +2,34 @@
 
 from __future__ import annotations
 
+import shlex
+
 from auditor.core.errors import InputError
 from auditor.sweeping.events import SweepEvents
+from auditor.sweeping.options import flags
 from auditor.sweeping.plan import SweepPlan
 from auditor.sweeping.validate import remote_cases
 
 
 def select(plan: SweepPlan, events: SweepEvents) -> list:
     """The ModelCases of the request's selection and shard, its plugins loaded first; InputError
-    for a selection that names nothing known."""
+    for a selection that names nothing known, or that --exclude leaves empty (a shard may be
+    empty: a CI matrix wider than the selection; so may a selection --allow-absent took all of)."""
     from auditor.models import cases
 
     request = plan.request
     try:
         cases.load_plugins(plan.settings.plugins)
         known = cases.discover()
+        absent: list[str] | None = [] if request.allow_absent else None
         selected = [] if request.remote_code and not request.models else cases.select(
-            known, list(request.models), list(request.exclude))
+            known, list(request.models), list(request.exclude), absent=absent)
+        if absent:
+            events.note(f"Not in this transformers (--allow-absent): {', '.join(absent)}.")
         selected += remote_cases(request.remote_code)
+        if not selected and not absent:  # a release without the types asked for (--allow-absent) sweeps none
+            given = shlex.join(flags(models=request.models, exclude=request.exclude))
+            raise InputError(f"the selection is empty: {given} leaves none of the {len(known)} model types")
         if request.shard:
             selected = cases.shard(selected, *cases.parse_shard(request.shard))
     except cases.SelectionError as exc:

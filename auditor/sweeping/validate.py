@@ -16,7 +16,7 @@ from pathlib import Path
 
 from auditor.core.errors import InputError
 from auditor.core.hints import install_command, install_hint
-from auditor.core.results import RESULTS_FILE, Run, read_run
+from auditor.core.results import RESULTS_FILE, Run, check_run_id, read_run
 from auditor.sweeping.options import BY_NAME, OPTIONS, SweepRequest, listed
 from auditor.sweeping.plan import SweepPlan
 
@@ -36,7 +36,9 @@ def validate(request: SweepRequest) -> SweepPlan:
     runners = [check.name for check in checks if check.runs_models]
     _check_executor(request, runners)
     _check_limits(request)
-    outdir = request.output or request.reports / (request.run_id or _default_run_id())
+    run_id = (check_run_id(request.run_id, BY_NAME["run_id"].flag) if request.run_id is not None
+              else _default_run_id())
+    outdir = request.output or request.reports / run_id
     _check_outputs(request, outdir)
     _refuse_paths(request.models)
     remote_cases(request.remote_code)

@@ -44,8 +44,8 @@ def test_a_type_cut_inside_its_rows_is_not_done_and_its_rows_are_left_out(tmp_pa
     path.write_text("".join(lines[:5]) + lines[5][:20])  # mistral: one whole row, one cut, no record
     run = read_run(path)
     assert run.done_model_types == {"bert"}
-    assert run.damage.torn_line and run.damage.incomplete == (("mistral", 1),)
-    assert run.damage.note() == "a cut last line and the unfinished rows of mistral (1 row)"
+    assert run.damage.torn_at == 6 and run.damage.incomplete == (("mistral", 1),)
+    assert run.damage.note() == "line 6 and the unfinished rows of mistral (1 row)"
 
 
 def test_repair_keeps_what_it_takes_out_and_leaves_a_whole_file(tmp_path):
@@ -75,4 +75,26 @@ def test_a_broken_line_in_the_middle_is_still_an_error(tmp_path):
     lines[2] = "{not json\n"
     path.write_text("".join(lines))
     with pytest.raises(ResultsFileError, match=":3: not JSON"):
+        read_run(path)
+
+
+def test_a_tail_overwritten_with_garbage_is_a_torn_tail_read_around_and_repaired(tmp_path):
+    path = tmp_path / "results.jsonl"
+    _write(path)
+    lines = path.read_bytes().splitlines(keepends=True)
+    path.write_bytes(b"".join(lines[:5]) + b"\x00\x17{garbage\n\xff\xfe\rmore\n[1, 2]\n\n")  # mistral's rows
+    run = read_run(path)
+    assert run.done_model_types == {"bert"}
+    assert (run.damage.torn_at, run.damage.torn_lines) == (6, 5)  # \r ends a line too
+    assert run.damage.note() == "lines 6-10 and the unfinished rows of mistral (1 row)"
+    assert repair(path) is not None and path.read_bytes() == b"".join(lines[:4])
+    assert b"{garbage" in (tmp_path / f"results.jsonl{TORN_SUFFIX}").read_bytes()
+
+
+def test_garbage_with_a_record_after_it_is_damage_inside_the_file(tmp_path):
+    path = tmp_path / "results.jsonl"
+    _write(path)
+    lines = path.read_text().splitlines(keepends=True)
+    path.write_text("".join(lines[:3]) + "garbage\n" + "".join(lines[4:]))  # bert's completion record
+    with pytest.raises(ResultsFileError, match=":4: not JSON"):
         read_run(path)
