@@ -2,7 +2,7 @@
 
 It also lists config drift: per model type, how its default config changed between the runs
 (keys removed, added, renamed, re-defaulted; attribute map and parallel plans; model class and
-parameters), changes shared by many types once as a group; `--fail-on drift` gates on it.
+parameters), changes shared by many types once as a group; `--fail-on-drift` gates on it.
 
 A regression is a cell (model type and column) that was `build` in BASE and is not in NEW; one
 whose cell passed on a rerun (flaky) or whose failure --expected lists does not make it exit 1,
@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 
 from auditor.cli import EXIT_FINDINGS, EXIT_OK, UsageError, read_results
-from auditor.cli.releases import add_fail_on_engine_argument
+from auditor.cli.releases import add_fail_on_drift_argument, add_fail_on_engine_argument
 
 
 def add_parser(subparsers) -> None:
@@ -33,9 +33,7 @@ def add_parser(subparsers) -> None:
                    help="an expected baseline (`auditor baseline`): regressions to failures it lists block nothing")
     p.add_argument("--output", "-o", type=Path, metavar="OUTDIR",
                    help="where to write diff.md and diff.html (default: NEW's directory)")
-    p.add_argument("--fail-on", action="append", default=[], choices=("drift",),
-                   help="also exit 1 when a default config drifted (keys renamed, removed, added or "
-                        "re-defaulted, attribute maps, plans, model class, parameters)")
+    add_fail_on_drift_argument(p)
     p.add_argument("--junit", type=Path, metavar="FILE",
                    help="also write the diff as JUnit XML: the regressions fail, fixes and changed failures "
                         "pass with a note, allowed regressions are skipped")
@@ -62,16 +60,12 @@ def run_diff(args: argparse.Namespace) -> int:
             raise UsageError(f"cannot write to {args.junit}: {exc.strerror or exc}") from None
     print(render_diff_text(diff), end="")
     print("\n" + "\n".join(f"wrote {p}" for p in paths))
-    drifted = "drift" in args.fail_on and diff.drift is not None and diff.drift.types
+    drifted = args.fail_on_drift and diff.drift is not None and diff.drift.types
     if drifted:
-        print(f"auditor: --fail-on drift: {diff.drift.summary()}", file=sys.stderr)
+        print(f"auditor: --fail-on-drift: {diff.drift.summary()}", file=sys.stderr)
     return EXIT_FINDINGS if regressed(diff, args) or drifted else EXIT_OK
 
 
 def regressed(diff, args: argparse.Namespace) -> bool:
-    """With --fail-on-engine: whether one of those engines lost a type; else whether a cell
-    regressed (the allow list, the baseline and a rerun excusing it) or any engine lost a type."""
-    names = tuple(getattr(args, "fail_on_engines", ()) or ())
-    if names:
-        return bool(diff.lost(names))
-    return bool(diff.blocking or diff.lost())
+    """The diff's verdict (RunDiff.failing) under --fail-on-engine, if given."""
+    return diff.failing(tuple(getattr(args, "fail_on_engines", ()) or ()))

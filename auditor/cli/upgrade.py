@@ -2,8 +2,9 @@
 
 A and B are releases (5.17.0) or local wheels, sdists or source trees. Each side runs in its own
 virtual environment, the nox sessions upgrade_check(base) and upgrade_check(new) of the project's
-noxfile, reused from run to run (torch is $AUDITOR_TORCH, default 2.13.0). Both sides are installed
-before either sweeps. OUTDIR gets base/ and new/ (each a run directory with its own report), the
+noxfile, reused from run to run (torch is $AUDITOR_TORCH, default 2.13.0). A release the package
+index does not have is refused before anything is installed; both sides are installed before
+either sweeps. OUTDIR gets base/ and new/ (each a run directory with its own report), the
 two side by side (report.html, results.csv, matrix.csv), and their diff (diff.md, diff.html).
 
 Exit codes as `auditor diff`: 0; 1 on regressions the --allow file does not excuse; 2 on bad
@@ -16,10 +17,12 @@ import argparse
 import sys
 from pathlib import Path
 
+import auditor.engines as engines
 from auditor.cli import EXIT_INTERRUPTED, EXIT_OK
 from auditor.cli.releases import (
     PrintedEvents,
     add_engine_argument,
+    add_fail_on_drift_argument,
     add_fail_on_engine_argument,
     print_dry_run,
 )
@@ -40,14 +43,14 @@ def add_parser(subparsers) -> None:
     add_engine_argument(sweep)
     sweep.add_argument("--to-engine", dest="to_engines", action="append", default=[], metavar="NAME==VERSION",
                        help="an engine upgrade: the new side gets this release in place of --engine's of that "
-                            "name, e.g. --engine vllm==0.33.0 --to-engine vllm==0.34.0 (with one transformers: "
+                            f"name, e.g. --engine {engines.example_requirement(back=1)} --to-engine "
+                            f"{engines.example_requirement()} (with one transformers: "
                             "--to defaults to --from); the diff lists the engine verdicts that change")
     out = p.add_argument_group("output")
     out.add_argument("--output", "-o", type=Path, metavar="OUTDIR",
                      help="where base/, new/ and the diff go (default: reports/upgrade-FROM-to-TO)")
     out.add_argument("--allow", type=Path, metavar="FILE", help="regressions to accept, as for `auditor diff`")
-    out.add_argument("--fail-on", action="append", default=[], choices=("drift",),
-                     help="also exit 1 when a default config drifted, as for `auditor diff`")
+    add_fail_on_drift_argument(out)
     add_fail_on_engine_argument(out)
     out.add_argument("--resume", action="store_true", help="continue the sweeps already in OUTDIR")
     out.add_argument("--overwrite", action="store_true", help="replace the sweeps already in OUTDIR")
@@ -74,7 +77,7 @@ def run_upgrade_check(args: argparse.Namespace) -> int:
     from auditor.cli.diff import run_diff
 
     code = run_diff(argparse.Namespace(base=plan.base.outdir, new=plan.new.outdir, allow=args.allow,
-                                       output=plan.outdir, junit=None, fail_on=args.fail_on, expected=None,
+                                       output=plan.outdir, junit=None, fail_on_drift=args.fail_on_drift, expected=None,
                                        fail_on_engines=args.fail_on_engines))
     print("\n".join(f"wrote {p}" for p in outcome.written))
     for side in plan.sides:

@@ -6,12 +6,12 @@ allow list can excuse known ones, by model type or by model type and column pref
 expected baseline (auditor.report.baseline) that lists the failure; a regression whose cell passed
 on a rerun (flaky) is not confirmed, and blocks nothing either.
 
-Beside the cells, the engines' verdicts (auditor.report.serve): a type an engine served and no
-longer does (or now serves), or serves another way (its native class <-> the Transformers
-backend), or stops at another gate, is a `VerdictChange` with why. Two runs under two releases
-of one engine (`auditor sweep --engine vllm==0.33.0` beside vLLM 0.34.0) differ there first: a
-verdict is several cells, and a cell that passes on both sides (a serves row that constructs
-another class) is no cell change at all.
+Beside the cells, the engines' verdicts: what changed per engine is the one change model
+(auditor.report.changes, `RunDiff.changes`): a type an engine lost, gained, serves another way or
+stops at another gate is one change with its fault, cause, drift and repro, and the cells that
+changed with it are folded into it. Two runs under two releases of one engine (`auditor sweep
+--engine vllm==0.33.0` beside vLLM 0.34.0) differ there first: a verdict is several cells, and a
+cell that passes on both sides (a serves row that constructs another class) is no cell change.
 """
 
 from __future__ import annotations
@@ -61,7 +61,7 @@ def parse_allow_list(text: str, source: str = "allow list") -> AllowList:
 
 
 @dataclass(frozen=True)
-class Side:
+class DiffSide:
     """What a diff needs to say about one of its runs."""
 
     name: str
@@ -103,49 +103,9 @@ class CellChange:
 
 
 @dataclass(frozen=True)
-class VerdictChange:
-    """One engine's verdict on one type, before and after (auditor.report.serve.ServeVerdict.text)."""
-
-    model_type: str
-    engine: str  # its title: "vLLM"
-    before: str
-    after: str
-    why: str  # "native LlamaForCausalLM -> Transformers backend (...)", "now stops at serves/vllm", ...
-    # A verdict changes when whether it serves, how (native or the backend) or where it stops does;
-    # another message at the same stop is not one.
-    regression: bool  # it served before and does not now
-
-
-def verdict_changes(base: Run, new: Run) -> tuple[VerdictChange, ...]:
-    """The engines' verdicts that differ between the runs, for the types and engines both have,
-    regressions first, then by engine and type."""
-    from auditor.report.serve import Serves, verdicts
-
-    before = {(v.engine.name, v.model_type): v for v in verdicts([base])}
-    after = {(v.engine.name, v.model_type): v for v in verdicts([new])}
-    found = []
-    for key in sorted(before.keys() & after.keys()):
-        b, a = before[key], after[key]
-        if (b.serves, b.path, b.gate) == (a.serves, a.path, a.gate):
-            continue  # the same verdict (another wording of the same stop is a cell change, if any)
-        served = (b.serves is Serves.SERVABLE, a.serves is Serves.SERVABLE)
-        if served == (True, True):
-            why = f"{b.path or 'served'} -> {a.path or 'served'}"
-        elif served == (True, False):
-            why = f"now {a.serves} at {a.gate} ({a.fault or a.status})"
-        elif served == (False, True):
-            why = f"served now ({a.path or 'servable'}); was {b.serves} at {b.gate}"
-        else:
-            why = f"{b.serves} at {b.gate} -> {a.serves} at {a.gate}"
-        found.append(VerdictChange(key[1], a.engine.title, b.text, a.text, why,
-                                   regression=served == (True, False) and a.serves is Serves.STOPS))
-    return tuple(sorted(found, key=lambda c: (not c.regression, c.engine, c.model_type)))
-
-
-@dataclass(frozen=True)
 class RunDiff:
-    base: Side
-    new: Side
+    base: DiffSide
+    new: DiffSide
     regressions: tuple[CellChange, ...]
     fixes: tuple[CellChange, ...]
     changed: tuple[CellChange, ...]  # failing on both sides, with another status or signature
@@ -158,7 +118,6 @@ class RunDiff:
     unchanged: int
     unused_allow: tuple[str, ...] = ()
     drift: Drift | None = None  # the default configs' drift (auditor.report.drift), separate from cells
-    verdicts: tuple[VerdictChange, ...] = ()  # the engines' verdicts that changed, per engine and type
     changes: Changes | None = None  # the one count of what changed (auditor.report.changes)
     allow: AllowList = AllowList()  # the allow list it was made with
 
@@ -168,6 +127,12 @@ class RunDiff:
         makes `auditor diff` exit 1."""
         return tuple(r for r in self.regressions if not r.allowed and not r.label)
 
+    def failing(self, engines: tuple[str, ...] = ()) -> bool:
+        """The diff's one verdict, what `auditor diff` and upgrade-check exit 1 on (and diff.html's
+        badge says): with `engines` (--fail-on-engine), whether one of them lost a type; else
+        whether a cell regressed unexcused or any engine lost a type."""
+        return bool(self.lost(engines)) if engines else bool(self.blocking or self.lost())
+
     def lost(self, engines: tuple[str, ...] | None = None) -> tuple[TypeChange, ...]:
         """The types an engine (of `engines`, registry names; None: any) served and stops now,
         those the allow list excuses (by type, or type and gate) left out."""
@@ -176,9 +141,9 @@ class RunDiff:
                      if not self.allow.allows(c.model_type, c.gate))
 
 
-def side(run: Run) -> Side:
+def side(run: Run) -> DiffSide:
     cells = run_cells(run)
-    return Side(name=run_name(run), environment=run.info.environment, started=run.info.started,
+    return DiffSide(name=run_name(run), environment=run.info.environment, started=run.info.started,
                 model_types=len({m for m, _ in cells}), cells=len(cells), engines=run.info.engine_versions)
 
 
@@ -209,9 +174,9 @@ def diff_runs(base: Run, new: Run, allow: AllowList = AllowList(), expected: Bas
             label = labels.get(key, "") or ("folded" if key in folded else "")
             regressions.append(replace(change, allowed=allow.allows(model_type, column), label=label))
         elif not is_ok(b.status.value) and is_ok(a.status.value):
-            fixes.append(change)
+            fixes.append(replace(change, label="folded" if key in folded else ""))
         elif not is_ok(a.status.value) and (b.status != a.status or b.signature != a.signature):
-            changed.append(change)
+            changed.append(replace(change, label="folded" if key in folded else ""))
         else:
             unchanged += 1
 
@@ -227,7 +192,6 @@ def diff_runs(base: Run, new: Run, allow: AllowList = AllowList(), expected: Bas
         unchanged=unchanged,
         unused_allow=tuple(e for e in allow.entries if e not in used),
         drift=drift,
-        verdicts=verdict_changes(base, new),
         changes=found,
         allow=allow,
     )
@@ -252,8 +216,8 @@ def summary_line(diff: RunDiff) -> str:
                                              (folded, "part of a type's verdict change")) if n]
     parts = [
         _plural(len(diff.regressions), "regression") + (f" ({', '.join(excused)})" if excused else ""),
-        _plural(len(diff.fixes), "fix", "fixes"),
-        _plural(len(diff.changed), "changed failure"),
+        _plural(len(diff.fixes), "fix", "fixes") + _folded(diff.fixes),
+        _plural(len(diff.changed), "changed failure") + _folded(diff.changed),
         _plural(len(diff.added_types), "model type") + " added",
         f"{len(diff.removed_types)} removed",
     ]
@@ -262,11 +226,14 @@ def summary_line(diff: RunDiff) -> str:
     if diff.added_cells or diff.removed_cells:
         parts.append(f"cells +{len(diff.added_cells)}/-{len(diff.removed_cells)}")
     parts.append(f"{diff.unchanged} unchanged")
-    if diff.verdicts:
-        parts.append(f"{len(diff.verdicts)} engine verdict{'s' if len(diff.verdicts) != 1 else ''} changed")
     if diff.drift is not None and diff.drift.compared:
         parts.append(f"{len(diff.drift.types)} default config{'s' if len(diff.drift.types) != 1 else ''} drifted")
     return ", ".join(parts)
+
+
+def _folded(cells) -> str:
+    folded = sum(1 for c in cells if c.label == "folded")
+    return f" ({folded} part of a type's verdict change)" if folded else ""
 
 
 def _plural(n: int, word: str, plural: str | None = None) -> str:

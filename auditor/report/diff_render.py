@@ -5,12 +5,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from auditor.report import templating
-from auditor.report.changes import text_lines
+from auditor.report.changes import EngineChanges, TypeChange, text_lines
 from auditor.report.diff import CellChange, RunDiff, summary_line
 from auditor.report.statuses import legend
 
 SIGNATURE_WIDTH = 110
 NAMES_SHOWN = 40  # per list on the terminal; diff.md and diff.html have them all
+_LABELS = {"folded": "  [with the type's verdict]"}  # a cell counted in its type's one change
 
 
 def render_diff_text(diff: RunDiff) -> str:
@@ -29,7 +30,7 @@ def render_diff_text(diff: RunDiff) -> str:
         lines.extend(["", f"{title} ({len(changes)}):"])
         for c in changes:
             sig = " -> ".join(_short(part) for part in c.explanation)
-            mark = "  [allowed]" if c.allowed else ""
+            mark = "  [allowed]" if c.allowed else _LABELS.get(c.label, f"  [{c.label}]" if c.label else "")
             lines.append(f"  {c.model_type:<{width}}  {c.column:<{col_width}}  "
                          f"{c.before or '-'} -> {c.after or '-'}{mark}  {sig}".rstrip())
 
@@ -64,11 +65,7 @@ def render_diff_markdown(diff: RunDiff) -> str:
         "",
         f"**{summary_line(diff)}**",
     ]
-    if diff.verdicts:
-        lines.extend(["", f"## Engine verdicts that changed ({len(diff.verdicts)})", "",
-                      "| model type | engine | before | after | why |", "|---|---|---|---|---|"])
-        lines += [f"| {_md(c.model_type)} | {_md(c.engine)} | {_md(_short(c.before))} | {_md(_short(c.after))} "
-                  f"| {_md(c.why)} |" for c in diff.verdicts]
+    lines += _engines_markdown(diff)
     for title, changes in _change_sections(diff):
         if not changes:
             continue
@@ -83,6 +80,37 @@ def render_diff_markdown(diff: RunDiff) -> str:
             lines.extend(["", f"## {title} ({len(names)})", "", ", ".join(_md(n) for n in names)])
     lines += _drift_markdown(diff)
     return "\n".join(lines) + "\n"
+
+
+def engine_changes(diff: RunDiff) -> list[tuple[EngineChanges, str, TypeChange]]:
+    """Each engine's changed types with their kind (lost, gained, moved, undecided), engine by
+    engine: the per-engine table of diff.md and diff.html, from the one change model."""
+    engines = diff.changes.engines if diff.changes is not None else ()
+    return [(engine, kind, change) for engine in engines
+            for kind, group in (("lost", engine.lost), ("gained", engine.gained), ("moved", engine.moved),
+                                ("undecided", engine.undecided))
+            for change in group]
+
+
+def _engines_markdown(diff: RunDiff) -> list[str]:
+    if diff.changes is None or not diff.changes.engines:
+        return []
+    lines = ["", "## What changed, per engine", "", _md(diff.changes.headline()), ""]
+    for engine in diff.changes.engines:
+        lines.append(f"- **{_md(engine.line)}**")
+        if engine.new_types:
+            served = f" (served: {', '.join(engine.new_served)})" if engine.new_served else ""
+            lines.append(f"  - new types: {_md(', '.join(engine.new_types) + served)}")
+        if engine.removed_types:
+            lines.append(f"  - removed types: {_md(', '.join(engine.removed_types))}")
+    changed = engine_changes(diff)
+    if changed:
+        lines += ["", "| engine | model type | change | before | after | why | fault | config drift | again |",
+                  "|---|---|---|---|---|---|---|---|---|"]
+        lines += [f"| {_md(engine.label)} | {_md(c.model_type)} | {kind} | {_md(_short(c.before))} "
+                  f"| {_md(_short(c.after))} | {_md(c.why)} | {_md(c.fault)} | {_md(c.drift)} "
+                  f"| {'`' + c.repro + '`' if c.repro else ''} |" for engine, kind, c in changed]
+    return lines
 
 
 def _drift_markdown(diff: RunDiff) -> list[str]:
@@ -107,7 +135,7 @@ def render_diff_html(diff: RunDiff) -> str:
     styles = {s.name: s for s in legend(statuses)}
     return templating.render(
         "diff.html.j2", diff=diff, summary=summary_line(diff), sections=_change_sections(diff),
-        name_lists=_name_lists(diff), styles=styles,
+        name_lists=_name_lists(diff), styles=styles, changed=engine_changes(diff),
     )
 
 

@@ -323,11 +323,19 @@ def where_stopped(tally: EngineTally) -> tuple[GateStops, ...]:
     each with the causes of its stops; the undecided last, under `undecided`."""
     order = {column: i for i, (_, column) in enumerate(_gate_columns(tally.engine, tally.own))}
     found = []
-    for gate, group in _by(tally.stopped, lambda v: v.gate, key=lambda gate: order.get(gate, len(order))):
+    for gate, group in _by(tally.stopped, _stopped_at, key=lambda gate: (order.get(gate, len(order)), gate)):
         found.append(_stops(gate, group))
     if tally.undecided:
         found.append(_stops("undecided", tally.undecided))
     return tuple(found)
+
+
+def _stopped_at(verdict: ServeVerdict) -> str:
+    """The row of the where-they-stop table a stop is counted in: its gate's column, and for the
+    engine's whole answer the engine's step its serves row names (`serves/vllm (registry)`,
+    `serves/vllm (layer fused_moe)`), as the backend's gates are split."""
+    step = verdict.row.extras.get("step", "") if verdict.whole and verdict.row is not None else ""
+    return f"{verdict.gate} ({step})" if step else verdict.gate
 
 
 def _stops(gate: str, group: Sequence[ServeVerdict]) -> GateStops:

@@ -27,9 +27,13 @@ SHOWN = 10  # cells listed per kind of change; the diff (`auditor diff`) has the
 def since(runs: Sequence[Run], previous: Run | None) -> Changes | None:
     """The changes of `runs` against `previous`; None without one. Merged runs (an --engine
     sweep's: this environment's run, then each engine venv's) compare their first run, the one
-    the previous sweep's first run was."""
+    the previous sweep's first run was; where `previous` is one of the runs (upgrade-check's side
+    by side report: base, then new), the run after it is compared with it."""
     if previous is None or not runs:
         return None
+    at = next((i for i, run in enumerate(runs) if run is previous), None)
+    if at is not None:
+        return changes(previous, runs[at + 1]) if at + 1 < len(runs) else None
     return changes(previous, runs[0])
 
 

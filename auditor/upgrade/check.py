@@ -52,6 +52,7 @@ def plan_check(base: str, new: str, *, models: Sequence[str] = (), exclude: Sequ
     from auditor.sweeping.options import DEFAULT_CHECKS, DEFAULT_POLICIES
 
     runner.check_limits(jobs=jobs, timeout=timeout, resume=resume, overwrite=overwrite)
+    runner.check_selection(models, exclude)
     # Both sides get the checks and policies explicitly: they run this checkout, and a default
     # that changes between the two sweeps would make their columns differ.
     checks = checks if checks is not None else ",".join(DEFAULT_CHECKS)
@@ -67,6 +68,7 @@ def plan_check(base: str, new: str, *, models: Sequence[str] = (), exclude: Sequ
     setup = runner.side_setup(WHAT, engines)
     new_setup = runner.side_setup(WHAT, _upgraded(engines, to_engines)) if to_engines else setup
     for spec, flag, side in ((base_spec, "--from", setup), (new_spec, "--to", new_setup)):
+        _refuse_unreleased(spec, flag)
         runner.refuse_excluded(side, spec.version, f"{spec.given} ({flag})")
     if runner.engine_policies(setup, policies) != runner.engine_policies(new_setup, policies):
         raise InputError("--to-engine names an engine --engine does not: both sides must run the same checks")
@@ -84,20 +86,33 @@ def plan_check(base: str, new: str, *, models: Sequence[str] = (), exclude: Sequ
         raise InputError(str(exc)) from None
 
 
+def _refuse_unreleased(spec, flag: str) -> None:
+    """A side given as a release must be one the package index has (the index's list, as bisect
+    and versions read it): an InputError naming the nearest, before any venv is touched."""
+    from auditor.upgrade import releases
+
+    if spec.is_path:
+        return
+    try:
+        releases.find_release(spec.version, releases.index_releases())
+    except releases.ReleaseError as exc:
+        raise InputError(f"{flag} {spec.given}: {exc}") from None
+
+
 def _upgraded(engines: Sequence[str], to_engines: Sequence[str]) -> list[str]:
     """--engine's list with each --to-engine in place of the one of its name; an InputError for a
     --to-engine of an engine --engine does not name."""
-    from packaging.requirements import InvalidRequirement, Requirement
+    from auditor.upgrade.engines import EngineSpecError, engine_requirement
 
-    def name(text: str) -> str:
+    def name(text: str, flag: str = "") -> str:
         try:
-            return Requirement(text).name.lower()
-        except InvalidRequirement:
-            raise InputError(f"--engine {text!r}: expected NAME==VERSION, such as vllm==0.34.0") from None
+            return engine_requirement(text, flag).name.lower()
+        except EngineSpecError as exc:
+            raise InputError(str(exc)) from None
 
     by_name = {name(text): text for text in engines}
     for text in to_engines:
-        if name(text) not in by_name:
+        if name(text, "--to-engine") not in by_name:
             raise InputError(f"--to-engine {text}: give the engine's release on the base side too "
                              f"(--engine {name(text)}==VERSION)")
         by_name[name(text)] = text
@@ -137,7 +152,7 @@ def run_check(plan: UpgradePlan, events: UpgradeEvents | None = None, *, resume:
     from auditor.report import write_report
 
     try:
-        written = write_report([base, new], plan.outdir)
+        written = write_report([base, new], plan.outdir, previous=base)  # what changed from base to new
     except OSError as exc:
         raise InputError(f"cannot write to {plan.outdir}: {exc.strerror or exc}") from None
     return UpgradeOutcome(plan, base, new, tuple(written))

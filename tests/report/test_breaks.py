@@ -1,6 +1,6 @@
 """Graph breaks grouped by line across model types: the grouping on crafted runs, and the table in
 report.html and summary.md of a real compile sweep of the plugin types that break
-(tests/compile/plugin_models.py: auditor_compile_break, and auditor_compile_break_twice, which
+(tests/checks/compile/plugin_models.py: auditor_compile_break, and auditor_compile_break_twice, which
 breaks at the same line and then again in plugin_helpers.py)."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from auditor.report.matrix import build_matrix
 from tests.conftest import read_rows, run_auditor
 from tests.report.helpers import result, write_run
 
-COMPILE = Path(__file__).resolve().parents[1] / "compile"
+COMPILE = Path(__file__).resolve().parents[1] / "checks" / "compile"
 MASK = GraphBreak("Unsupported call | Explanation: why", "transformers/masking_utils.py", 40, "sdpa_mask")
 
 

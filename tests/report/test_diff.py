@@ -230,13 +230,19 @@ def test_an_engine_upgrade_lists_the_verdicts_that_change_with_why(tmp_path):
     base = read_run(write_run(tmp_path / "a", base_rows, checks=("serves",), engines=(replace(record, version="0.33.0"),)))
     new = read_run(write_run(tmp_path / "b", new_rows, checks=("serves",), engines=(replace(record, version="0.34.0"),)))
     diff = diff_runs(base, new)
-    found = {c.model_type: c for c in diff.verdicts}
-    assert set(found) == {"gemma", "phi", "bloom"}  # llama's verdict is the same
-    assert found["gemma"].why == "Transformers backend (TransformersForCausalLM) -> native GemmaForCausalLM"
-    assert found["phi"].regression and found["phi"].why == "now stops at serves/vllm (engine)"
-    assert found["bloom"].why == "served now (native BloomForCausalLM); was undecided at serves/vllm"
-    assert diff.verdicts[0].model_type == "phi"  # regressions first
+    vllm = diff.changes.engine("vllm")
+    assert vllm.line == "vLLM 0.34.0: 1 lost, 1 moved, 1 undecided of 4"  # llama's verdict is the same
+    (phi,), (gemma,), (bloom,) = vllm.lost, vllm.moved, vllm.undecided
+    assert (phi.model_type, gemma.model_type, bloom.model_type) == ("phi", "gemma", "bloom")
+    assert gemma.why == "now served native GemmaForCausalLM (was Transformers backend (TransformersForCausalLM))"
+    assert phi.why.startswith("now stops at serves/vllm") and phi.fault == "engine"
+    assert bloom.why == "now served (native BloomForCausalLM); was undecided at serves/vllm"
+    assert diff.lost() == (phi,) and diff.failing() and diff.failing(("vllm",)) and not diff.failing(("sglang",))
     assert "gemma" not in {c.model_type for c in (*diff.regressions, *diff.fixes, *diff.changed)}
-    assert "3 engine verdicts changed" in render_diff_markdown(diff)
-    assert "| gemma | vLLM | servable: Transformers backend (TransformersForCausalLM) |" in render_diff_markdown(diff)
-    assert 'id="verdicts"' in render_diff_html(diff)
+    markdown = render_diff_markdown(diff)
+    assert "- **vLLM 0.34.0: 1 lost, 1 moved, 1 undecided of 4**" in markdown
+    assert "| vLLM 0.34.0 | phi | lost | servable: Transformers backend (TransformersForCausalLM) |" in markdown
+    assert "| vLLM 0.34.0 | gemma | moved |" in markdown
+    html = render_diff_html(diff)
+    assert 'id="engines"' in html and 'data-engine="vllm"' in html
+    assert "1 type lost by an engine" in html  # the badge says why the diff exits 1

@@ -132,5 +132,5 @@ def test_diff_shows_and_gates_on_drift(tmp_path):
     assert "## Config drift (1)" in render_diff_markdown(diff)
     assert 'data-type="m"' in render_diff_html(diff) and 'data-type="n"' not in render_diff_html(diff)
     assert run_auditor("diff", str(base), str(new)).returncode == 0
-    gated = run_auditor("diff", str(base), str(new), "--fail-on", "drift")
-    assert gated.returncode == 1 and "--fail-on drift: 1 of 2 model types" in gated.stderr
+    gated = run_auditor("diff", str(base), str(new), "--fail-on-drift")
+    assert gated.returncode == 1 and "--fail-on-drift: 1 of 2 model types" in gated.stderr

@@ -55,7 +55,7 @@ def test_reports_read_a_cut_file_with_a_note(tmp_path, capsys):
     (run_dir / "results.jsonl").write_bytes(data[:-30])  # inside the last type's completion record
     assert main(["report", str(run_dir)]) == 0
     err = capsys.readouterr().err
-    assert "was cut short" in err and "zamba" in err
+    assert "stopped the reading (cut short" in err and "the unfinished rows of zamba" in err
 
 
 def test_the_summary_table_and_the_failures_label_what_fails_by_design(tmp_path):

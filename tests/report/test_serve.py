@@ -16,7 +16,7 @@ from auditor import engines
 from auditor.core.results import read_run
 from auditor.engines.interface import pick_release
 from auditor.report.causes import cause_of
-from auditor.report.serve import Compiles, Serves, headlines, unreachable, verdicts
+from auditor.report.serve import Compiles, Serves, headlines, unreachable, verdicts, where_stopped
 from tests.conftest import read_rows, run_auditor
 from tests.report.helpers import result, write_run
 
@@ -258,7 +258,7 @@ def test_the_engines_whole_answer_decides_where_the_run_has_it(tmp_path):
                     impl="Transformers backend", served="TransformersForCausalLM"),
              served("bloom", "undecided", "meta device: copy out of meta tensor", fault="environment"),
              served("mixtral", "unsupported", "ValueError: Model architectures ['MixtralX'] are not supported",
-                    fault="engine"),
+                    fault="engine", step="registry"),
              served("bert", "skipped", "no architecture")]
     run = read_run(write_run(tmp_path / "run", rows, checks=("backend", "serves"), engines=(record,)))
     found = {v.model_type: v for v in verdicts([run])}
@@ -274,6 +274,9 @@ def test_the_engines_whole_answer_decides_where_the_run_has_it(tmp_path):
     (headline,) = headlines(tuple(found.values()))
     assert headline.text == ("vLLM 0.34.0 (own code, native or Transformers backend) would serve 3 of 6 model "
                              "types (1 native, 2 by the Transformers backend; 1 undecided)")
+    # where they stop: the engine's whole answer split by the step of vLLM's its row names
+    (tally,) = headline.tallies
+    assert [g.gate for g in where_stopped(tally)] == ["backend/registry", "serves/vllm (registry)", "undecided"]
     from auditor.report.tables import csv_text, serve_frame
 
     table = {row["model_type"]: row for row in csv.DictReader(io.StringIO(csv_text(serve_frame([run]))))}

@@ -112,3 +112,19 @@ def _engine():
     from auditor import engines
 
     return engines.get("vllm").record()
+
+
+def test_a_side_by_side_report_says_what_changed_from_its_first_run_to_the_next(tmp_path):
+    """upgrade-check's report of base and new (write_report(previous=base)): the since-section
+    compares new with base, the matrix holds both."""
+    from auditor.core.results import read_run
+    from auditor.report import write_report
+
+    base = read_run(write_run(tmp_path / "base", [result("llama", "build"), result("gpt2", "error", signature="E: x")],
+                              transformers="5.24.0"))
+    new = read_run(write_run(tmp_path / "new", [result("llama", "refused", signature="TypeError: no"),
+                                               result("gpt2", "build")], transformers="5.25.0"))
+    write_report([base, new], tmp_path / "out", previous=base)
+    summary = (tmp_path / "out" / "summary.md").read_text()
+    assert "#### Since base: transformers 5.24.0 -\\> 5.25.0; 1 new finding, 1 fixed, 0 flaky" in summary
+    assert "- new: llama build (build → refused)" in summary

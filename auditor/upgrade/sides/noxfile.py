@@ -23,6 +23,7 @@ import os
 from pathlib import Path
 
 import nox
+import nox.virtualenv
 
 TORCH = os.environ.get("AUDITOR_TORCH", "2.13.0")
 TORCH_INDEX = os.environ.get("AUDITOR_TORCH_INDEX", "")
@@ -56,6 +57,7 @@ def install(session: nox.Session, extras: str = "", transformers: str = "") -> N
     named = ["transformers", *(e.split("=")[0] for e in engines)]
     if stamp.is_file() and stamp.read_text() == wanted and not Path(transformers).exists():
         session.install(*_upgrading(session, named), transformers, *engines)
+        _prune(session, extras, engines)
         return
     if not engines:
         session.install(f"torch=={TORCH}", *(["--index-url", TORCH_INDEX] if TORCH_INDEX else []))
@@ -66,7 +68,24 @@ def install(session: nox.Session, extras: str = "", transformers: str = "") -> N
         session.install("--force-reinstall", "--no-deps", *auditor)
     if Path(transformers).exists():
         session.install("--force-reinstall", "--no-deps", transformers)
+    _prune(session, extras, engines)
     stamp.write_text(wanted)
+
+
+def _prune(session: nox.Session, extras: str, engines: list[str]) -> None:
+    """Cut the venv back to what its roots need (prune.py): a reused venv keeps nothing an
+    earlier release pulled in."""
+    roots = [f"model-sweep-auditor{extras}", "torch", "transformers", *(e.split("=")[0] for e in engines)]
+    listed = session.run("python", str(Path(__file__).with_name("prune.py")), *roots, silent=True) or ""
+    names = listed.split()
+    if not names:
+        return
+    session.log(f"removing what no longer belongs to this venv's releases: {', '.join(names)}")
+    if getattr(session, "venv_backend", "") == "uv":
+        python = str(Path(session.virtualenv.location) / "bin" / "python")
+        session.run(nox.virtualenv.UV, "pip", "uninstall", "--python", python, *names, external=True, silent=True)
+    else:
+        session.run("python", "-m", "pip", "uninstall", "-y", *names, silent=True)
 
 
 def _upgrading(session: nox.Session, names: list[str]) -> list[str]:
