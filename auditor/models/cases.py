@@ -74,15 +74,26 @@ def discover() -> list[ModelCase]:
 
 
 def select(
-    cases: Sequence[ModelCase], models: Iterable[str] = (), exclude: Iterable[str] = ()
+    cases: Sequence[ModelCase], models: Iterable[str] = (), exclude: Iterable[str] = (), *,
+    absent: list[str] | None = None,
 ) -> list[ModelCase]:
     """Keep the cases named by `models` (all when empty), minus those matching `exclude`.
 
     Each entry is an exact model type or a regular expression matched against the whole
-    name. An entry that matches nothing is an error naming the closest known types.
+    name. An entry that matches nothing is an error naming the closest known types; with
+    `absent` (a list), a plain name of `models` that matches nothing is appended to it instead
+    (a type another transformers release has).
     """
     known = [case.model_type for case in cases]
-    chosen = _matching(known, list(models)) if models else set(known)
+    models = list(models)
+    if absent is not None:
+        missing = [name for name in models if name not in known and _NAME.fullmatch(name)
+                   and not _regex_hits(known, name)]
+        absent.extend(missing)
+        models = [name for name in models if name not in missing]
+        if not models:
+            return []
+    chosen = _matching(known, models) if models else set(known)
     dropped = _matching(known, list(exclude))
     return [case for case in cases if case.model_type in chosen - dropped]
 
@@ -102,8 +113,15 @@ def _matching(known: list[str], patterns: list[str]) -> set[str]:
     return matched
 
 
+_NAME = re.compile(r"[\w.-]+")  # what a model type may be spelled with (qwen2.5_vl): a name, not a pattern
+
+
+def _is_pattern(text: str) -> bool:
+    return any(ch in text for ch in "^$*+?[](){}|\\.")
+
+
 def _regex_hits(known: list[str], pattern: str) -> set[str]:
-    if not any(ch in pattern for ch in "^$*+?[](){}|\\."):
+    if not _is_pattern(pattern):
         return set()  # a plain word that is not a type: don't treat it as a regex
     try:
         regex = re.compile(pattern)

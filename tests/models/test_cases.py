@@ -56,3 +56,16 @@ def test_broken_plugin_is_a_selection_error():
 def test_missing_plugin_file_is_a_selection_error():
     with pytest.raises(cases.SelectionError, match="does not exist"):
         cases.load_plugins(["tests/plugins/nope.py"])
+
+
+def test_a_named_type_this_release_lacks_is_absent_with_allow_absent(known):
+    """upgrade-check's and versions' sides (--allow-absent): a type only another release has is
+    left out and named, not refused; a pattern that matches nothing is still an error."""
+    absent: list[str] = []
+    chosen = cases.select(known, ["llama", "ergo_of_another_release"], absent=absent)
+    assert [c.model_type for c in chosen] == ["llama"] and absent == ["ergo_of_another_release"]
+    with pytest.raises(cases.SelectionError, match="unknown model type"):
+        cases.select(known, ["llama", "ergo_of_another_release"])
+    with pytest.raises(cases.SelectionError):
+        cases.select(known, ["^nothing_matches_.*$"], absent=[])
+    assert cases.select(known, ["ergo_of_another_release"], absent=[]) == []
