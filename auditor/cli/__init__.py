@@ -40,14 +40,20 @@ def read_results(path, context: str = ""):
 
 
 def note_damage(run) -> None:
-    print(f"auditor: note: {run.path} was cut short (a killed sweep?); read without "
-          f"{run.damage.note()}. `auditor sweep --resume` on it runs those again.", file=sys.stderr)
+    """The warning of a run read without its torn tail: which line stopped the reading and what
+    was left out; the command goes on with the model types finished before it."""
+    damage = run.damage
+    where = (f"line {damage.torn_at} stopped the reading (cut short or not JSON: a killed sweep, or a tail "
+             "overwritten)" if damage.torn_at else "it was cut short (a killed sweep?)")
+    print(f"auditor: warning: {run.path}: {where}; read without {damage.note()}, with the "
+          f"{len(run.done_model_types)} model types finished before it. `auditor sweep --resume` on it "
+          "runs the others again.", file=sys.stderr)
 
 
 def _subcommands():
-    from auditor.cli import agree, baseline, bisect, diff, gate, report, sweep, upgrade, versions
+    from auditor.cli import agree, atlas, baseline, bisect, diff, gate, report, sweep, upgrade, versions
 
-    return [sweep, report, diff, gate, baseline, agree, upgrade, bisect, versions]
+    return [sweep, report, diff, gate, baseline, agree, upgrade, bisect, versions, atlas]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,172 @@
+"""Which runs an `auditor atlas` call needs, checked before anything is swept (InputError).
+
+`--transformers` names releases: a list (5.24.0,5.25.0) or a range A..B resolved against the
+package index (auditor.upgrade.releases, the one place that asks it). Each release is one planned
+run, keyed (auditor.atlas.keys) before it runs: the transformers installed here is swept by this
+interpreter with the normal sweep, every other release in upgrade's reused venv of that release
+(`.nox/releases/RELEASE/`, the one `auditor versions` makes and reuses), with `--engine`'s
+releases installed beside it. A release an engine's pin excludes is skipped and said so.
+Whether a planned run is already in the atlas is the caller's question (grid.py asks the
+database as it goes, after the added runs are in).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+
+from auditor.atlas.keys import RunKey, canonical, minor, public, selection_flags
+from auditor.core.errors import InputError
+from auditor.upgrade.plan import Step
+
+WHAT = "atlas"
+RUNS_DIR = "runs"  # DIR/runs/<key slug>/: the run folders the atlas swept
+RANGE = ".."
+
+
+@dataclass(frozen=True)
+class PlannedRun:
+    release: str
+    key: RunKey
+    outdir: Path
+    here: bool  # swept by this interpreter (its transformers is the release)
+    steps: tuple[Step, ...] = ()  # a venv's install and sweep, where not here
+
+
+@dataclass(frozen=True)
+class AtlasPlan:
+    directory: Path
+    adds: tuple[Path, ...]  # run folders to import
+    runs: tuple[PlannedRun, ...]  # in release order
+    skipped: tuple[str, ...]  # releases left out, each with why
+    sweep: dict  # the sweep's options every run shares (models, exclude, checks, jobs, ...)
+    engines: tuple[str, ...] = ()
+
+
+def parse_releases(spec: str, index=None) -> list[str]:
+    """`5.24.0,5.25.0` as given (versions checked), or `A..B`: every final release from A to B on
+    the package index (`index`: its releases, asked only for a range)."""
+    from packaging.version import InvalidVersion, Version
+
+    from auditor.upgrade import releases
+    from auditor.upgrade.releases import ReleaseError
+
+    spec = spec.strip()
+    try:
+        if RANGE in spec:
+            low, high = (part.strip() for part in spec.split(RANGE, 1))
+            return releases.releases_between(low, high, index if index is not None else releases.index_releases())
+        found = []
+        for part in (p.strip() for p in spec.split(",") if p.strip()):
+            try:
+                Version(part)
+            except InvalidVersion:
+                raise ReleaseError(f"{part!r} is not a release, such as 5.25.0") from None
+            found.append(part)
+        if not found:
+            raise ReleaseError("no releases given: a list such as 5.24.0,5.25.0 or a range such as 5.20.0..5.25.0")
+        return sorted(dict.fromkeys(found), key=Version)
+    except ReleaseError as exc:
+        raise InputError(f"--transformers: {exc}") from None
+
+
+def installed_transformers() -> str:
+    try:
+        return metadata.version("transformers")
+    except metadata.PackageNotFoundError:
+        return ""
+
+
+def plan_atlas(directory: str | os.PathLike, *, transformers: str | None = None, add: Sequence[str] = (),
+               engines: Sequence[str] = (), models: Sequence[str] = (), exclude: Sequence[str] = (),
+               checks: str | None = None, jobs: int | None = None, timeout: float | None = None,
+               executor: str | None = None, ray_address: str | None = None, index=None) -> AtlasPlan:
+    """The atlas call's plan; bad input is an InputError, before any sweep or install."""
+    from auditor.sweeping.options import DEFAULT_CHECKS, listed
+    from auditor.upgrade import runner
+
+    directory = Path(directory).resolve()
+    adds = tuple(Path(p).resolve() for p in add)
+    for path in adds:
+        if not (path.is_dir() and (path / "results.jsonl").is_file()) and not path.is_file():
+            raise InputError(f"--add {path}: not a run folder (no results.jsonl) nor a results file")
+    if not transformers:
+        if not adds:
+            raise InputError("nothing to do: give --transformers RELEASES to sweep, or --add RUN to import")
+        return AtlasPlan(directory, adds, (), (), {}, tuple(engines))
+    runner.check_limits(jobs=jobs, timeout=timeout)
+    if ray_address and executor != "ray":
+        raise InputError("--ray-address needs --executor ray")
+    checks = checks if checks is not None else ",".join(DEFAULT_CHECKS)
+    runner.check_names(checks)
+    chosen = parse_releases(transformers, index)
+    here = installed_transformers()
+    specs = runner.parse_engines(engines) if engines else ()
+    sweep = {"models": list(models), "exclude": list(exclude), "checks": checks, "jobs": jobs, "timeout": timeout,
+             "executor": executor, "ray_address": ray_address}
+    selection = canonical(listed(models), listed(exclude))
+    planned, skipped = [], []
+    away = [r for r in chosen if r != here]
+    setup = runner.side_setup(WHAT, engines, extras="[ray]" if executor == "ray" else "") if away else None
+    for release in chosen:
+        excluded = [s for s in specs if s.excludes(release)]
+        if excluded:
+            skipped.append(f"transformers {release}: outside what {excluded[0].name} {excluded[0].version} accepts "
+                           f"(it requires transformers{excluded[0].transformers})")
+            continue
+        key = RunKey(release, _torch(release == here, specs), minor(_python()),
+                     tuple(sorted(s.requirement for s in specs)), tuple(sorted(listed(checks))), selection)
+        outdir = directory / RUNS_DIR / key.slug
+        if release == here:
+            planned.append(PlannedRun(release, key, outdir, True))
+        else:
+            planned.append(PlannedRun(release, key, outdir, False, _venv_steps(release, outdir, setup, sweep)))
+    return AtlasPlan(directory, adds, tuple(planned), tuple(skipped), sweep, tuple(engines))
+
+
+def _python() -> str:
+    import platform
+
+    return platform.python_version()
+
+
+def _torch(here: bool, specs) -> str:
+    """The torch a run of the release will have: this one's here; the sides' pin in a venv (the
+    engine's own pin, unknown before it installs, where an engine is installed)."""
+    if here:
+        try:
+            return public(metadata.version("torch"))
+        except metadata.PackageNotFoundError:
+            return ""
+    if specs:
+        return ""
+    from auditor.upgrade.sides.noxfile import TORCH
+
+    return public(TORCH)
+
+
+def sweep_values(sweep: dict) -> dict:
+    """The sweep's options of a planned run: the selection in the form every release takes."""
+    from auditor.sweeping.options import listed
+
+    values = {k: v for k, v in sweep.items() if k not in ("models", "exclude")}
+    return {**selection_flags(listed(sweep["models"]), listed(sweep["exclude"])), **values}
+
+
+def _venv_steps(release: str, outdir: Path, setup, sweep: dict) -> tuple[Step, ...]:
+    from auditor.upgrade import runner
+    from auditor.upgrade.plan import parse_transformers, sweep_flags
+    from auditor.upgrade.venvs import RELEASES_ENVDIR, release_steps
+
+    values = sweep_values(sweep)
+    flags = sweep_flags(models=values["models"], exclude=values["exclude"], checks=values["checks"],
+                        policies=runner.engine_policies(setup, None), jobs=values["jobs"], timeout=values["timeout"],
+                        executor=values["executor"] or None, ray_address=values["ray_address"] or None)
+    install, run = release_steps(parse_transformers(release, Path.cwd()), outdir=outdir,
+                                 envdir=setup.home / RELEASES_ENVDIR / release, noxfile=runner.NOXFILE,
+                                 nox=setup.nox, sweep=flags, label="", resume=False,
+                                 extras="[ray]" if values["executor"] == "ray" else "", env=setup.env)
+    return install, run
