@@ -1,26 +1,30 @@
 """vLLM's own constructor, whole: `get_model` builds the model vLLM would serve (the own-code
 variant, policy `vllm`; needs vLLM, run with VLLM_TARGET_DEVICE=cpu on a machine without a GPU).
 
-The default config is written to a temporary directory as `config.json`, and vLLM makes of it
-what it makes of a checkpoint: `ModelConfig(model_impl="transformers", dtype="float32")`,
+The default config is written to a temporary directory as `config.json`, beside the processor
+files of a multimodal type (auditor.models.processor_files: its processor's defaults and a tiny
+tokenizer, which vLLM then loads as a checkpoint's), and vLLM makes of it what it makes of a
+checkpoint: `ModelConfig(model_impl="transformers", dtype="float32")`,
 `LoadConfig(load_format="dummy", device="meta")` (vLLM's own load device: the layers it builds
 hold meta tensors, so that a default config of billions of parameters costs no memory; its
 dummy weights fill nothing), on a one-process gloo group made once per worker process
-(`init_distributed_environment`, `initialize_model_parallel(1, 1)`).
+(`init_distributed_environment`, `initialize_model_parallel(1, 1)`: preparation.py, before the
+worker's first model type).
 
 Where it stops is read off the traceback: the step of `Base.__init__`
 (vllm/model_executor/models/transformers/base.py:123-202) it was in names the gate
 (`gate_of`). What fails outside the constructor (weight post-processing whose CPU kernels this
 CUDA wheel lacks, e.g. `cpu_prepack_moe_weight` for MoE layers) is an environment limit:
-recorded, never a verdict on the model.
+recorded, never a verdict on the model. Where a kernel shim stands in for such a kernel on the
+meta device (shims.py: `moe-prepack`), get_model runs to its end and the rows name the shim.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import shutil
-import socket
 import tempfile
 import traceback
 from collections.abc import Iterator
@@ -28,8 +32,10 @@ from dataclasses import dataclass
 
 from auditor.core.fault import Fault
 from auditor.core.status import Phase, Status, classify, message_of
+from auditor.engines.vllm.preparation import inspection_retried, process_group
 from auditor.engines.vllm.releases import followed
-from auditor.engines.vllm.shims import config_shims
+from auditor.engines.vllm.shims import config_shims, kernel_shims
+from auditor.models import processor_files
 
 _BACKEND_DIR = os.path.join("model_executor", "models", "transformers")
 _REGISTRY = os.path.join("model_executor", "models", "registry.py")
@@ -49,7 +55,6 @@ _INNER = {_HIDDEN: "build", "can_enable_torch_compile": "enable-if",
           "register_fusion": "attention", "sinks": "attention"}
 # The loader's steps after the constructor returned (model_loader/base_loader.py:88-109).
 _AFTER = frozenset({"load_weights", "process_weights_after_loading"})
-_DISTRIBUTED: list[bool] = []  # set once the worker process has its one-process group
 
 
 @dataclass(frozen=True)
@@ -66,6 +71,9 @@ class Construction:
     constructed: bool = False
     status: Status = Status.UNSUPPORTED  # the stopping gate's row: the build's failure keeps its own
     fault: Fault | None = None  # whose fault the stop is (the one rule, auditor.core.status.classify)
+    shims: tuple[str, ...] = ()  # the kernel shims get_model used (shims.py)
+    # the architectures vLLM's registry inspected in-process after its subprocess failed (preparation.py)
+    inspected_in_process: tuple[str, ...] = ()
 
     def passed(self, gate: str, order: tuple[str, ...]) -> bool:
         """Whether vLLM's constructor ran `gate`'s step (one of `order`) and went on."""
@@ -74,25 +82,6 @@ class Construction:
         if self.constructed:
             return True
         return self.gate in order and order.index(gate) < order.index(self.gate)
-
-
-def _distributed() -> None:
-    """The one-process gloo group vLLM's layers ask for, made once per process."""
-    if _DISTRIBUTED:
-        return
-    from vllm.config import VllmConfig, set_current_vllm_config
-    from vllm.distributed import init_distributed_environment, initialize_model_parallel
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    with config_shims():
-        base = VllmConfig()
-    with set_current_vllm_config(base):
-        init_distributed_environment(world_size=1, rank=0, local_rank=0,
-                                     distributed_init_method=f"tcp://127.0.0.1:{port}", backend="gloo")
-        initialize_model_parallel(1, 1)
-    _DISTRIBUTED.append(True)
 
 
 @contextlib.contextmanager
@@ -141,8 +130,9 @@ def construct(config, classes=(), trust_remote_code: bool = False, plain_failed:
     """vLLM's get_model on `config` (see the module's docstring), the `classes` its model is made
     of (those of the plain meta build) put back as they were after it. `plain_failed`: the plain
     meta build failed too, so a failed build is the model's own failure, not vLLM's meeting it."""
-    with classes_restored(classes):
-        return _construct(config, trust_remote_code, plain_failed)
+    with classes_restored(classes), inspection_retried() as retried:
+        construction = _construct(config, trust_remote_code, plain_failed)
+    return dataclasses.replace(construction, inspected_in_process=tuple(retried)) if retried else construction
 
 
 def _construct(config, trust_remote_code: bool, plain_failed: bool) -> Construction:
@@ -150,14 +140,16 @@ def _construct(config, trust_remote_code: bool, plain_failed: bool) -> Construct
     from vllm.model_executor.model_loader import get_model
 
     try:
-        _distributed()
+        process_group()  # made by the worker's warm-up, before any cell's clock
     except Exception as exc:  # no process group on this machine: nothing of vLLM's can be built
         return Construction(environment=f"environment limit (vLLM's process group): {message_of(exc)}")
     directory = tempfile.mkdtemp(prefix="auditor-vllm-")
     try:
         config.to_json_file(os.path.join(directory, "config.json"))
+        files = processor_files.write(config.model_type, directory)  # as a checkpoint has them
         try:
-            model_config = ModelConfig(model=directory, model_impl="transformers", skip_tokenizer_init=True,
+            model_config = ModelConfig(model=directory, model_impl="transformers",
+                                       skip_tokenizer_init=not files.tokenizer,
                                        dtype="float32", trust_remote_code=trust_remote_code)
             with config_shims():
                 vllm_config = VllmConfig(model_config=model_config, device_config=DeviceConfig(device="cpu"),
@@ -174,7 +166,7 @@ def _construct(config, trust_remote_code: bool, plain_failed: bool) -> Construct
             # (registry.py:1400-1405, 1341-1365: `_normalize_arch` maps glm4v_moe's 'Glm4vMoeModel' to
             # vLLM's Glm4vMoeForConditionalGeneration): not the backend, whatever get_model does.
             return _served_by_vllm(model_config._model_info.architecture)
-        with set_current_vllm_config(vllm_config):
+        with set_current_vllm_config(vllm_config), kernel_shims() as used:
             try:
                 model = get_model(vllm_config=vllm_config)
             except AttributeError as exc:
@@ -184,7 +176,7 @@ def _construct(config, trust_remote_code: bool, plain_failed: bool) -> Construct
         served = type(model).__name__
         if served not in followed().backend_classes:  # vLLM fell back on a model of its own: the backend refused it
             return _served_by_vllm(served)
-        return Construction(served=served, constructed=True)
+        return Construction(served=served, constructed=True, shims=tuple(sorted(used)))
     except Exception as exc:
         return _attributed(exc, plain_failed=plain_failed)
     finally:
