@@ -64,7 +64,8 @@ EOF
   pip install -q --no-deps "$wheel"
   rm -rf "$wheels"
 fi
-# The auditor without touching the engine's pins, and what its tests need.
+# The auditor without touching the engine's pins, and what its tests need; timm, which 12 model types
+# import (their vision backbones) and vLLM does not ask for, so that its own code decides them too.
 pip install -q --no-deps -e "$repo"
-pip install -q pytest pytest-xdist psutil pandas jinja2 accelerate cloudpickle tqdm
+pip install -q pytest pytest-xdist psutil pandas jinja2 accelerate cloudpickle tqdm timm
 python -c "import vllm, transformers, torch; print('vllm', vllm.__version__, 'transformers', transformers.__version__, 'torch', torch.__version__)"

@@ -58,6 +58,7 @@ def run_sweep(args: argparse.Namespace) -> int:
     print(f"Done: {outcome.done} model type{'s' if outcome.done != 1 else ''} in {events.elapsed():.0f} s."
           if outcome.total else "Done: nothing to do.", file=sys.stderr)
     _print_findings(outcome.run, expected)
+    _print_missing(outcome.run)
     print(f"Results in {outcome.outdir}/ ({', '.join(REPORT_FILES)})", file=sys.stderr)
     for run in outcome.engine_runs:
         print(f"{run.info.environment}: its own run in {run.path.parent}/ (the report above holds it beside this one)",
@@ -110,6 +111,16 @@ def _print_findings(run, expected) -> None:
     for finding in findings(matrix):
         print(f"  {finding.text()}", file=sys.stderr)
     print(tally(matrix).text(), file=sys.stderr)
+
+
+def _print_missing(run) -> None:
+    """One line naming the types this environment could not audit for want of a package, and the
+    command that installs it (the README's install leaves pillow, timm and torchaudio out)."""
+    from auditor.report.dependencies import missing
+
+    found = missing(run.results)
+    if found is not None:
+        print(found.text(), file=sys.stderr)
 
 
 def _engine_events():

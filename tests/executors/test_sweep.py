@@ -60,6 +60,15 @@ def test_statuses_of_real_and_misbehaving_types(mixed_run):
     assert rows["auditor_bad_config"]["status"] == "config-error"
 
 
+def test_the_end_names_what_a_missing_package_left_unaudited(mixed_run):
+    """One line at the end of the sweep: the types a package this environment lacks left
+    missing-dependency, and the commands that install it and sweep them again."""
+    proc, _ = mixed_run
+    line = next(line for line in proc.stderr.splitlines() if line.startswith("Not audited for want of a package"))
+    assert "1 model type (auditor_test_package_that_is_not_installed (auditor_missing))" in line
+    assert "`auditor sweep --models auditor_missing` audits them" in line
+
+
 def test_build_rows_carry_size_and_escape_facts(mixed_run):
     _, out = mixed_run
     bert = by_type(read_rows(out)[1])["bert"]["extras"]
