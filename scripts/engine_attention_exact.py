@@ -31,8 +31,8 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from auditor.checks.compile_trial import compare
 from auditor.core.heap import settle
-from auditor.models.cases import discover
 from auditor.engines.vllm.engine_attention import engine_attention
+from auditor.models.cases import discover
 from auditor.models.inputs import CannotFeed, decoder_feeds
 from auditor.models.meta import make_config
 from auditor.models.tiny import tiny_model
