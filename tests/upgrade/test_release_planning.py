@@ -95,9 +95,9 @@ def test_a_column_names_the_check_and_policy_it_needs():
 
 
 def test_only_type_selects_one_type_and_an_empty_run_where_the_release_lacks_it():
-    from auditor.models import cases
     import argparse
 
+    from auditor.models import cases
     from auditor.sweeping.options import add_arguments, make_request, values_of
 
     words = only_type("granite_swa")
