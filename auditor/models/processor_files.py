@@ -25,8 +25,9 @@ _SUB_PROCESSORS = {
     "feature_extractor": ("feature_extraction_auto", "FEATURE_EXTRACTOR_MAPPING_NAMES"),
 }
 _BASE_TOKENS = ("<unk>", "<s>", "</s>", "<pad>")
-# A tokenizer's AttributeError naming a token the processor reads off it ("... has no attribute boi_token_id")
-_ASKED = re.compile(r"has no attribute '?([a-z_]+_token)(?:_id)?'?$")
+# A tokenizer's AttributeError naming a token the processor reads off it ("... has no attribute boi_token_id"),
+# or the processor's own check (HunYuanVLProcessor: "Tokenizer is missing required attribute 'image_token'")
+_ASKED = re.compile(r"(?:has no attribute|missing required attribute) '?([a-z_]+_token)(?:_id)?'?")
 _ASKS = 8
 
 
@@ -58,7 +59,7 @@ def write(model_type: str, directory: str) -> ProcessorFiles:
     from transformers.models.auto import processing_auto
 
     name = processing_auto.PROCESSOR_MAPPING_NAMES.get(model_type)
-    cls = getattr(transformers, name, None) if name else None
+    cls = getattr(transformers, name, None) if name else _module_processor(model_type)
     if cls is None:
         return ProcessorFiles()
     before = set(os.listdir(directory))
@@ -78,19 +79,42 @@ def _with_tokenizer(cls, parts: dict):
     making it until it asks for nothing more."""
     tokenizers = [attr for attr in cls.get_attributes() if "tokenizer" in attr]
     named: dict[str, str] = {}
+    looked_up: set[str] = set()  # tokens the processor looks up in the vocabulary (FuyuProcessor's "|SPEAKER|")
     for _ in range(_ASKS):
         try:
-            processor = cls(**parts, **dict.fromkeys(tokenizers, _tiny_tokenizer(named=named)))
+            processor = cls(**parts, **dict.fromkeys(tokenizers, _tiny_tokenizer(looked_up, named)))
             break
-        except AttributeError as exc:
+        except (AttributeError, ValueError) as exc:
             asked = _ASKED.search(str(exc))
             if asked is None or asked.group(1) in named:
                 raise
             named[asked.group(1)] = f"<{asked.group(1)}>"
+        except KeyError as exc:
+            token = exc.args[0] if exc.args else None
+            if not isinstance(token, str) or token in looked_up:
+                raise
+            looked_up.add(token)
     else:
-        raise ValueError(f"{cls.__name__} asks its tokenizer for more than {_ASKS} named tokens")
+        raise ValueError(f"{cls.__name__} asks its tokenizer for more than {_ASKS} tokens")
     read = {v for k, v in vars(processor).items() if k.endswith("_token") and isinstance(v, str)}
-    return cls(**parts, **dict.fromkeys(tokenizers, _tiny_tokenizer(read, named)))
+    return cls(**parts, **dict.fromkeys(tokenizers, _tiny_tokenizer(read | looked_up, named)))
+
+
+def _module_processor(model_type: str):
+    """The processor class transformers defines in `model_type`'s own module where its auto
+    mapping has none (Kosmos2Processor, XCLIPProcessor in 5.18.0): the one ProcessorMixin of the
+    module's processing file, or None (no processor, or more than one)."""
+    from transformers.models.auto.configuration_auto import model_type_to_module_name
+    from transformers.processing_utils import ProcessorMixin
+
+    module_name = model_type_to_module_name(model_type)
+    try:
+        module = importlib.import_module(f"transformers.models.{module_name}.processing_{module_name}")
+    except ImportError:
+        return None
+    found = [value for value in vars(module).values() if isinstance(value, type) and issubclass(value, ProcessorMixin)
+             and value is not ProcessorMixin and value.__module__ == module.__name__]
+    return found[0] if len(found) == 1 else None
 
 
 def _sub_processor(model_type: str, attr: str):

@@ -49,3 +49,24 @@ def test_vllms_own_model_config_gets_past_them(mllama_dir):
     config = ModelConfig(model=directory, model_impl="auto", skip_tokenizer_init=not written.tokenizer,
                          dtype="float32")
     assert config.architecture == "TransformersMultiModalForCausalLM"
+
+
+@pytest.mark.parametrize("model_type,processor,token", [
+    ("kosmos-2", "Kosmos2Processor", None),  # no auto-mapping entry: the class of the type's own module
+    ("fuyu", "FuyuProcessor", "|SPEAKER|"),  # looked up in the vocabulary (a KeyError without it)
+    ("hunyuan_vl", "HunYuanVLProcessor", "image_token"),  # the processor's own check of its tokenizer
+])
+def test_what_a_processor_asks_of_its_tokenizer_is_learnt(tmp_path, model_type, processor, token):
+    pytest.importorskip("PIL", reason="pillow is not installed: the image processors need it")
+    if processor not in dir(__import__("transformers")):
+        pytest.skip(f"this transformers has no {processor}")
+    config = AutoConfig.for_model(model_type)
+    config.to_json_file(os.path.join(tmp_path, "config.json"))
+    written = processor_files.write(model_type, str(tmp_path))
+    assert (written.processor, written.reason) == (processor, "") and written.tokenizer
+    loaded = AutoProcessor.from_pretrained(str(tmp_path))
+    assert type(loaded).__name__ == processor
+    if token == "|SPEAKER|":
+        assert token in loaded.tokenizer.get_vocab()
+    elif token:
+        assert getattr(loaded.tokenizer, token) in loaded.tokenizer.get_vocab()
