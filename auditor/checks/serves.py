@@ -16,7 +16,7 @@ import time
 from collections.abc import Iterator
 
 from auditor import engines
-from auditor.checks import register
+from auditor.checks import Options, register
 from auditor.checks.interface import CaseContext, Check
 from auditor.core.results import Result
 from auditor.core.status import Failure, Phase, classify, signature_of
@@ -33,12 +33,16 @@ class ServesCheck(Check):
     name = "serves"
     requires = tuple(dict.fromkeys(e.package for e in engines.all() if e.serves is not None))[:1]
 
+    def failed_rows(self, case: ModelCase, options: Options, failure: Failure) -> list[Result]:
+        """One row per answering engine, in the cells `run` fills (`serves/<engine>`): what a worker's
+        death (an oom, a timeout, a crash) writes there, so that its rerun claims the same cell."""
+        return [Result.failed(case.model_type, self.name, failure, component=e.name) for e in answering()]
+
     def run(self, case: ModelCase, context: CaseContext) -> Iterator[Result]:
         try:
             context.config()
         except Exception as exc:
-            failure = classify(exc, Phase.CONFIG)
-            yield from (Result.failed(case.model_type, self.name, failure, component=e.name) for e in answering())
+            yield from self.failed_rows(case, context.options, classify(exc, Phase.CONFIG))
             return
         for engine in answering():
             start = time.perf_counter()

@@ -26,6 +26,10 @@ EXPECTED_KEY = "expected"
 # The key of Result.extras a rerun's row carries: its attempt (1 for the first rerun). The cell
 # keeps the first row (it decides) and every rerun row after it; the flaky label is read from them.
 RERUN_KEY = "rerun"
+# The key a rerun's row carries (True) when it ran alone under a single job's memory limit: the
+# rerun of an `oom` under a worker's share of the machine's memory (auditor/sweeping/confirm.py).
+# That row, not the oom, decides the cell: the share was the machine's limit, the rerun the answer.
+ALONE_KEY = "alone"
 
 # Failing statuses the machine can cause rather than the model: a loaded runner times out or runs
 # short of memory, a worker dies of something else (a signal, a dying executor), a compiler's
@@ -93,7 +97,8 @@ def outcome(status: Status, extras: Mapping[str, Any] | None = None, *, reruns: 
 @dataclass(frozen=True)
 class CellVerdict:
     """The one cell rule, applied: every row that claimed a cell (`Result`s, in the order read)
-    judged once. The first row decides the cell (`row`); the rows after it marked as reruns
+    judged once. The first row decides the cell (`row`; an `oom` row gives way to its rerun alone,
+    ALONE_KEY); the rows after it marked as reruns
     (`reruns`) say whether it is flaky; `outcome` is what the cell means. The matrix, the confirm
     step, bisect, the version ranges and the gates all judge a cell through `judge`."""
 
@@ -119,8 +124,10 @@ def judge(rows: Sequence[Any], *, expected: bool = False) -> CellVerdict:
     lists its failure."""
     first = rows[0]
     reruns = tuple(row for row in rows[1:] if is_rerun(row.extras))
-    return CellVerdict(first, reruns, outcome(first.status, first.extras, reruns=[r.status for r in reruns],
-                                              expected=expected))
+    if first.status is Status.OOM:  # an oom under a worker's share: the rerun alone decides (ALONE_KEY)
+        first = next((row for row in reruns if row.extras.get(ALONE_KEY) is True), first)
+    others = [r.status for r in reruns if r is not first]
+    return CellVerdict(first, reruns, outcome(first.status, first.extras, reruns=others, expected=expected))
 
 
 def cell_outcome(rows: Sequence[Any], *, expected: bool = False) -> Outcome:

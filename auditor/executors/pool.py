@@ -14,7 +14,7 @@ import signal
 import time
 from collections import deque
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from multiprocessing.connection import wait
 
 from auditor.checks import Options
@@ -46,6 +46,10 @@ class PoolSettings:
     timeout: float
     max_memory: int | None  # bytes of resident memory per worker (with its children)
     plugins: tuple[str, ...] = ()
+    # The limit of a worker that runs alone (`run_alone`: an oom rerun): --max-memory auto shares
+    # the machine's memory between the jobs, and a worker alone gets all of that share; None: the
+    # same as max_memory (a limit the user set, or none).
+    alone_memory: int | None = None
     max_tasks_per_worker: int = 0  # 0: never recycle
     # Where the workers' stdout and stderr go (warnings, crash tracebacks); "": inherited.
     log_file: str = ""
@@ -98,6 +102,24 @@ class WorkerPool:
                 yield from self._enforce_limits()
         finally:
             self.close()
+
+    @property
+    def more_memory_alone(self) -> bool:
+        """Whether a worker alone may take more memory than one of the jobs (--max-memory auto
+        with more than one job): what makes an `oom` worth rerunning alone (sweeping/confirm.py)."""
+        alone, share = self.settings.alone_memory, self.settings.max_memory
+        return alone is not None and share is not None and alone > share
+
+    def run_alone(self, cases: Sequence[ModelCase]) -> Iterator[list[Result]]:
+        """`run`, one worker at a time under `alone_memory`: the rerun of a type that went over its
+        share of the machine's memory (the jobs' share), with nothing else running beside it."""
+        shared = self.settings
+        limit = shared.alone_memory if shared.alone_memory is not None else shared.max_memory
+        self.settings = replace(shared, jobs=1, max_memory=limit)
+        try:
+            yield from self.run(cases)
+        finally:
+            self.settings = shared
 
     def close(self) -> None:
         """Stop every worker: ask politely, then kill its process group."""

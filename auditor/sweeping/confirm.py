@@ -5,7 +5,11 @@ After the sweep's own pass, the cells whose first row failed with a status the m
 model types in fresh workers (each `executor.run` starts workers of its own: the pool new
 processes, Ray new tasks), up to `--reruns` times, until one passes. A rerun's rows for those cells
 are marked with their attempt (`extras["rerun"]`) and appended as a unit of their own; the rerun's
-other rows are left out (their cells were decided). The first row still decides each cell; the
+other rows are left out (their cells were decided). A type whose cell went over a worker's memory
+(`oom`; --max-memory auto shares 80% of the machine's memory between the jobs) is rerun alone, one
+at a time, under a single job's limit (`run_alone`): vLLM's Transformers backend allocates a MoE's
+unfused experts on the CPU whatever the load device (16.7 GB for jetmoe), over the 9.4 GB share of
+two jobs on a 23 GB machine. The first row still decides each cell; the
 outcome rule reads the flaky label from the rows after it.
 
 What is left to rerun is read from results.jsonl itself, so a sweep killed mid-rerun loses at
@@ -14,12 +18,14 @@ most the unit being written, and `--resume` reruns what was not confirmed yet.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from auditor.core.outcome import RERUN_KEY, judge
+from auditor.core.outcome import ALONE_KEY, RERUN_KEY, judge
 from auditor.core.results import Result, ResultsWriter, read_run
+from auditor.core.status import Status
 from auditor.models.cases import ModelCase
 from auditor.sweeping.events import SweepEvents
 
@@ -57,7 +63,8 @@ def confirm(executor, cases: Sequence[ModelCase], path: Path, writer: ResultsWri
     by_name = {case.model_type: case for case in cases}
     written = 0
     for _ in range(reruns):
-        todo = [p for p in pending(read_run(path).results, reruns) if p.model_type in by_name]
+        results = read_run(path).results
+        todo = [p for p in pending(results, reruns) if p.model_type in by_name]
         if not todo:
             break
         cells = sum(len(p.attempts) for p in todo)
@@ -66,21 +73,37 @@ def confirm(executor, cases: Sequence[ModelCase], path: Path, writer: ResultsWri
                     "in fresh workers: " + ", ".join(p.model_type for p in todo[:10])
                     + (" ..." if len(todo) > 10 else ""))
         attempts = {p.model_type: p.attempts for p in todo}
-        for batch in executor.run([by_name[p.model_type] for p in todo]):
-            rows = _marked(batch, attempts)
+        # Only where a worker alone gets more memory than a job's share (the pool under --max-memory auto
+        # with jobs > 1); elsewhere (a size given, one job, Ray placing tasks) an oom is rerun as any other.
+        run_alone = executor.run_alone if getattr(executor, "more_memory_alone", False) else None
+        over = _over_memory(results, todo) if run_alone is not None else set()
+        if over:
+            events.note(f"{len(over)} of them went out of memory under a job's share (--max-memory auto): rerun alone, "
+                        "one at a time, with 80% of the machine's memory: " + ", ".join(sorted(over)[:10]))
+        shared = [by_name[p.model_type] for p in todo if p.model_type not in over]
+        alone = [by_name[p.model_type] for p in todo if p.model_type in over]
+        for batch in itertools.chain(executor.run(shared) if shared else (), run_alone(alone) if alone else ()):
+            rows = _marked(batch, attempts, alone=batch[0].model_type in over if batch else False)
             if rows:
                 writer.write_type(rows[0].model_type, rows)
                 written += len(rows)
     return written
 
 
-def _marked(batch: list[Result], attempts: dict[str, dict[CellKey, int]]) -> list[Result]:
-    """The rows of a rerun's batch for the cells being confirmed, each marked with its attempt."""
+def _over_memory(results: Sequence[Result], todo: Sequence[Pending]) -> set[str]:
+    """The model types of `todo` whose cell to confirm was decided by an `oom` row."""
+    cells = {key for p in todo for key in p.attempts}
+    return {row.model_type for row in results if row.status is Status.OOM and _key(row) in cells}
+
+
+def _marked(batch: list[Result], attempts: dict[str, dict[CellKey, int]], alone: bool = False) -> list[Result]:
+    """The rows of a rerun's batch for the cells being confirmed, each marked with its attempt
+    (and as run alone, ALONE_KEY, where it was)."""
     rows = []
     for row in batch:
         attempt = attempts.get(row.model_type, {}).get(_key(row))
         if attempt is not None:
-            rows.append(replace(row, extras={**row.extras, RERUN_KEY: attempt}))
+            rows.append(replace(row, extras={**row.extras, RERUN_KEY: attempt, **({ALONE_KEY: True} if alone else {})}))
     return rows
 
 

@@ -162,7 +162,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("max_memory", ("--max-memory",), Kind.TEXT, group="execution", default="auto", executor="local",
            spelled=Spelled.ALWAYS,
            help="resident memory per worker before its model is `oom`, e.g. 4G, 512M, "
-                "'none' (default auto: 80%% of RAM shared by the workers)"),
+                "'none' (default auto: 80%% of RAM shared by the workers; a type over its share is "
+                "rerun alone with all of it)"),
     Option("max_tasks_per_worker", ("--max-tasks-per-worker",), Kind.INT, group="execution", default=0,
            executor="local", spelled=Spelled.GIVEN,
            help="replace a worker after this many model types (default 0: never)"),

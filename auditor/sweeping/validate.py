@@ -56,6 +56,7 @@ def validate(request: SweepRequest) -> SweepPlan:
         jobs=request.jobs,
         timeout=request.timeout,
         max_memory=_memory_limit(request.max_memory, request.jobs),
+        alone_memory=_memory_limit(request.max_memory, 1),
         plugins=request.plugins,
         max_tasks_per_worker=max(0, request.max_tasks_per_worker),
         log_file=str(outdir / WORKER_LOG),

@@ -27,3 +27,17 @@ def test_without_vllm_the_check_is_refused_before_any_work(tmp_path):
     assert run.returncode == 2
     assert "check 'serves' needs vllm installed" in run.stderr and "model-sweep-auditor[vllm]" in run.stderr
     assert not (tmp_path / "out" / "results.jsonl").exists()
+
+
+@pytest.mark.skipif(importlib.util.find_spec("vllm") is None, reason="vLLM is not installed: no engine answers")
+def test_a_dead_workers_rows_land_in_the_engines_cell():
+    """What the pool writes when a worker dies in the serves check (an oom, a timeout) claims the
+    cell `run` fills, serves/vllm: so its rerun's row is the same cell's (jetmoe's oom rerun alone
+    was dropped before, and the death stood in a column of its own, `serves`)."""
+    from auditor.checks import Options, get
+    from auditor.core.status import Failure, Status
+    from auditor.models.cases import discover
+
+    case = next(c for c in discover() if c.model_type == "llama")
+    rows = get("serves").failed_rows(case, Options(policies=("vllm",), checks=("serves",)), Failure.because(Status.OOM, "OutOfMemory"))
+    assert [(r.check, r.component, r.status) for r in rows] == [("serves", "vllm", Status.OOM)]

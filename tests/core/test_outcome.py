@@ -58,3 +58,18 @@ def test_a_cell_is_decided_by_its_first_row_and_only_rerun_rows_make_it_flaky():
     assert cell_outcome([first, passed_again]) is Outcome.FINDING
     assert cell_outcome([first, rerun]) is Outcome.FLAKY
     assert cell_outcome([passed_again, Result("t", "build", Status.CRASH, extras={"rerun": 1})]) is Outcome.PASS
+
+
+def test_an_oom_gives_way_to_its_rerun_alone():
+    """An oom under a job's share of the memory is decided by the rerun that ran alone with the
+    machine's (extras alone), whatever it says; without one it is the first row's, as any cell."""
+    from auditor.core.outcome import judge
+
+    oom = Result("t", "build", Status.OOM)
+    alone_pass = Result("t", "build", Status.BUILD, extras={"rerun": 1, "alone": True})
+    alone_oom = Result("t", "build", Status.OOM, extras={"rerun": 1, "alone": True})
+    assert judge([oom, alone_pass]).row is alone_pass and judge([oom, alone_pass]).outcome is Outcome.PASS
+    assert judge([oom, alone_oom]).row is alone_oom and judge([oom, alone_oom]).outcome is Outcome.FINDING
+    assert judge([oom, Result("t", "build", Status.BUILD, extras={"rerun": 1})]).outcome is Outcome.FLAKY
+    timeout = Result("t", "build", Status.TIMEOUT)  # only an oom gives way
+    assert judge([timeout, alone_pass]).row is timeout

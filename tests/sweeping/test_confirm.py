@@ -7,8 +7,10 @@ Real sweeps (the CLI, real workers, real transformers) of three plugin types
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
+import psutil
 import pytest
 
 from auditor.core.outcome import Outcome
@@ -16,7 +18,7 @@ from auditor.core.results import read_run
 from auditor.report.matrix import build_matrix
 from auditor.report.summary import findings
 from auditor.sweeping.confirm import pending
-from tests.conftest import FLAKY_TYPES
+from tests.conftest import FLAKY_TYPES, ROOT, run_auditor
 
 
 @pytest.fixture(scope="module")
@@ -94,3 +96,21 @@ def test_what_is_left_to_rerun_is_read_from_the_file(sweeps, tmp_path):
     assert pending(finished, reruns=1) == []
     assert [(p.model_type, list(p.attempts.values())) for p in pending(finished, reruns=2)] == [
         ("auditor_flaky_always", [2])]
+
+
+def test_an_oom_under_a_jobs_share_is_rerun_alone_and_its_rerun_decides(tmp_path):
+    """--max-memory auto shares 80% of the machine's memory between the jobs; a type over its share
+    (tests/plugins/memory_share.py: 2 GiB held while built) is rerun alone with all of it, and that
+    row decides the cell: a real sweep, real workers, the pool's real memory limit."""
+    usable = psutil.virtual_memory().total * 0.8
+    if usable < 4 * 2**30:
+        pytest.skip("the machine has too little memory for a 2 GiB type to fit alone")
+    jobs = math.ceil(usable / 2**30) + 1  # a share under 1 GiB; one type starts one worker whatever --jobs says
+    proc = run_auditor("sweep", "--plugin", str(ROOT / "tests/plugins/memory_share.py"), "--models",
+                       "auditor_share_hog", "--checks", "build", "--jobs", str(jobs), "-o", str(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    assert "went out of memory under a job's share (--max-memory auto): rerun alone" in proc.stderr
+    cell = _cells(tmp_path)["auditor_share_hog"]
+    assert [r.status.value for r in cell.results] == ["oom", "build"]
+    assert cell.results[1].extras["rerun"] == 1 and cell.results[1].extras["alone"] is True
+    assert cell.result is cell.results[1] and cell.outcome is Outcome.PASS
