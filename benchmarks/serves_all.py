@@ -33,6 +33,7 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--keep", type=Path, help="keep the run here instead of a temporary directory")
     args = parser.parse_args()
+    from auditor.core.outcome import judge
     from auditor.core.results import read_run
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -41,7 +42,12 @@ def main() -> None:
         options += [] if args.models == "all" else ["--models", args.models]
         figures = sweep(options, out)
         figures.pop("cells")
-        rows = [r for r in read_run(out).results if r.check == "serves" and not r.extras.get("rerun")]
+        claims: dict[tuple, list] = defaultdict(list)
+        for r in read_run(out).results:
+            if r.check == "serves":
+                claims[(r.model_type, r.component, r.policy)].append(r)
+        # the one cell rule decides each cell (the first row; an oom's rerun alone: core/outcome.judge)
+        rows = [judge(cell).row for cell in claims.values()]
     counted = [r for r in rows if not (r.status.value == "skipped" and "no architecture" in r.message)]
     by_status: dict[str, int] = defaultdict(int)
     causes: dict[str, list[str]] = defaultdict(list)

@@ -52,9 +52,23 @@ def differences(info: RunInfo, other: RunInfo) -> list[str]:
 
 
 def _selection(info: RunInfo) -> dict[str, object]:
-    return {"model types": "not recorded" if info.selection is None else " ".join(info.selection) or "all",
+    return {"model types": "not recorded" if info.selection is None else _spelled(info.selection) or "all",
             "checks": ",".join(sorted(info.checks)), "policies": _policies(info), "label": info.label,
             "shard": info.shard, "Python": info.python_minor}
+
+
+def _spelled(words) -> str:
+    """A selection's words (`--models a --models b --exclude c`) as one flag each with its values
+    joined (`--models a,b --exclude c`)."""
+    values: dict[str, list[str]] = {}
+    flag = ""
+    for word in words:
+        if word.startswith("--"):
+            flag = word
+            values.setdefault(flag, [])
+        else:
+            values.setdefault(flag, []).append(word)
+    return " ".join(" ".join(p for p in (flag, ",".join(items)) if p) for flag, items in values.items())
 
 
 def _policies(info: RunInfo) -> str:
@@ -62,5 +76,6 @@ def _policies(info: RunInfo) -> str:
     return ",".join(value) if isinstance(value, list | tuple) else str(value or "")
 
 
-def _shown(value) -> str:
-    return repr(value) if value == "" else str(value)
+def _shown(value, width: int = 120) -> str:
+    text = repr(value) if value == "" else str(value)
+    return text if len(text) <= width else text[:width - 3] + "..."

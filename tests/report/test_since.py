@@ -128,3 +128,18 @@ def test_a_side_by_side_report_says_what_changed_from_its_first_run_to_the_next(
     summary = (tmp_path / "out" / "summary.md").read_text()
     assert "#### Since base: transformers 5.24.0 -\\> 5.25.0; 1 new finding, 1 fixed, 0 flaky" in summary
     assert "- new: llama build (build → refused)" in summary
+
+
+def test_another_selection_is_named_in_flags_a_user_can_read():
+    """The why of "nothing to compare with" spells each flag once with its values joined, and
+    shortens a long one; the comparison itself reads the whole selection."""
+    from auditor.report.since import differences
+    from tests.report.helpers import run_info as info_of
+
+    ours = info_of(selection=("--models", "llama", "--models", "gpt2"))
+    many = tuple(word for i in range(40) for word in ("--models", f"type{i}"))
+    assert differences(ours, info_of(selection=("--models", "llama", "--exclude", "gpt2"))) == [
+        "model types --models llama --exclude gpt2, not --models llama,gpt2"]
+    (why,) = differences(ours, info_of(selection=many))
+    assert why.startswith("model types --models type0,type1,type2,") and "..., not --models llama,gpt2" in why
+    assert differences(info_of(selection=many), info_of(selection=many[:-1] + ("type99",))) != []
