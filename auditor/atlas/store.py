@@ -200,13 +200,26 @@ def _row(values: Sequence) -> dict:
     return {**found, "extras": json.loads(values[-1] or "{}")}
 
 
-def replace_derived(connection, tables: dict[str, list[tuple]]) -> None:
-    """The derived tables replaced, in one transaction."""
+def derived_stamp(connection) -> str:
+    """What the derived tables were made from, as recorded with them ("" before any): see `run_set`."""
+    found = connection.execute("SELECT value FROM meta WHERE name = 'derived_from'").fetchone()
+    return found[0] if found else ""
+
+
+def run_set(connection) -> str:
+    """The stored runs' ids, in one text: with the deriving code's digest, what the derived tables
+    are a function of (auditor.atlas.grid)."""
+    return connection.execute("SELECT coalesce(string_agg(run_id, ',' ORDER BY run_id), '') FROM runs").fetchone()[0]
+
+
+def replace_derived(connection, tables: dict[str, list[tuple]], stamp: str = "") -> None:
+    """The derived tables replaced, in one transaction, with what they were made from (`stamp`)."""
     connection.execute("BEGIN TRANSACTION")
     try:
         for name in DERIVED:
             connection.execute(f"DELETE FROM {name}")
             insert(connection, name, tables.get(name, []))
+        connection.execute("INSERT OR REPLACE INTO meta VALUES ('derived_from', ?)", [stamp])
         connection.execute("COMMIT")
     except Exception:
         connection.execute("ROLLBACK")
