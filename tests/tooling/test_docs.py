@@ -94,3 +94,11 @@ def test_the_site_builds_strict(tmp_path):
     commands = (tmp_path / "site" / "reference" / "commands" / "index.html").read_text(encoding="utf-8")
     assert "--run-id" in commands and "--fail-on" in commands
     shutil.rmtree(tmp_path / "site")
+
+
+def test_the_readme_names_the_releases_the_tests_are_locked_to():
+    """The README says which transformers and torch the test command installs: the lock file's own."""
+    locked = dict(line.split("==", 1) for line in (ROOT / "constraints/test.txt").read_text().splitlines()
+                  if "==" in line and not line.startswith("#"))
+    readme = (ROOT / "README.md").read_text()
+    assert f"(transformers {locked['transformers']}, torch {locked['torch']})" in readme
