@@ -6,16 +6,17 @@ and grid in headless Chromium, and the grid's verdict counts answered from the d
 DIR is an atlas `auditor atlas DIR ...` made. The index's weight is index.html with everything it
 loads (atlas.js, atlas.css, search.js); first paint is `performance.getEntriesByName("first-paint")`
 and "grid drawn" the time its first row of cells is in the page, medians of `--repeat` loads from the
-file system in Debian's Chromium through playwright. The counts: `SELECT ... FROM verdicts` with
+file system in Debian's Chromium (report_page.page_loads). The counts: `SELECT ... FROM verdicts` with
 DuckDB on DIR/atlas.duckdb, read-only.
 """
 
 from __future__ import annotations
 
 import argparse
-import shutil
 import statistics
 from pathlib import Path
+
+from report_page import page_loads
 
 ASSETS = ("index.html", "atlas.js", "atlas.css", "search.js")
 
@@ -40,22 +41,8 @@ def main() -> None:
     if type_pages:
         print(f"type pages: {len(type_pages)}, largest {type_pages[0]:,} bytes, median {statistics.median(type_pages):,.0f}")
 
-    from playwright.sync_api import sync_playwright
-
-    paints, drawn, rows = [], [], 0
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=shutil.which("chromium"),
-                                             args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"])
-        for _ in range(args.repeat):
-            page = browser.new_page()
-            page.goto((site / "index.html").resolve().as_uri())
-            page.wait_for_selector("#grid table.grid tbody tr")
-            paints.append(page.evaluate(
-                "performance.getEntriesByName('first-paint')[0]?.startTime ?? performance.now()"))
-            drawn.append(page.evaluate("performance.now()"))
-            rows = page.evaluate("document.querySelectorAll('#grid table.grid tbody tr').length")
-            page.close()
-        browser.close()
+    paints, drawn, rows = page_loads((site / "index.html").resolve().as_uri(), "#grid table.grid tbody tr",
+                                     args.repeat, "document.querySelectorAll('#grid table.grid tbody tr').length")
     print(f"first paint: median {statistics.median(paints):.0f} ms; grid drawn ({rows:,} rows) by "
           f"{statistics.median(drawn):.0f} ms ({args.repeat} loads)")
 

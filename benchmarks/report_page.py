@@ -19,6 +19,29 @@ import tempfile
 from pathlib import Path
 
 
+def page_loads(url: str, ready: str, repeat: int, measure: str) -> tuple[list[float], list[float], object]:
+    """`url` loaded `repeat` times in Debian's Chromium through playwright, each in a new page until
+    `ready` (a CSS selector) is in it: the first paints and the times `ready` was reached, in ms, and
+    what the script `measure` gave on the last load."""
+    from playwright.sync_api import sync_playwright
+
+    paints, drawn, measured = [], [], None
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=shutil.which("chromium"),
+                                             args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"])
+        for _ in range(repeat):
+            page = browser.new_page()
+            page.goto(url)
+            page.wait_for_selector(ready)
+            paints.append(page.evaluate(
+                "performance.getEntriesByName('first-paint')[0]?.startTime ?? performance.now()"))
+            drawn.append(page.evaluate("performance.now()"))
+            measured = page.evaluate(measure)
+            page.close()
+        browser.close()
+    return paints, drawn, measured
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("run", type=Path)
@@ -28,22 +51,8 @@ def main() -> None:
     subprocess.run([sys.executable, "-m", "auditor", "report", str(args.run), "-o", str(out)], check=True,
                    capture_output=True)
     page_file = out / "report.html"
-    from playwright.sync_api import sync_playwright
-
-    paints, drawn, elements = [], [], 0
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=shutil.which("chromium"),
-                                             args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"])
-        for _ in range(args.repeat):
-            page = browser.new_page()
-            page.goto(page_file.as_uri())
-            page.wait_for_selector("#matrix tbody tr")
-            paints.append(page.evaluate(
-                "performance.getEntriesByName('first-paint')[0]?.startTime ?? performance.now()"))
-            drawn.append(page.evaluate("performance.now()"))
-            elements = page.evaluate("document.getElementsByTagName('*').length")
-            page.close()
-        browser.close()
+    paints, drawn, elements = page_loads(page_file.as_uri(), "#matrix tbody tr", args.repeat,
+                                         "document.getElementsByTagName('*').length")
     folder = sum(f.stat().st_size for f in args.run.iterdir() if f.is_file())
     print(f"report.html: {page_file.stat().st_size:,} bytes, {elements:,} DOM elements with the matrix drawn")
     print(f"run folder ({args.run}): {folder:,} bytes")
