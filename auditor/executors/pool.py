@@ -47,8 +47,8 @@ class PoolSettings:
     max_memory: int | None  # bytes of resident memory per worker (with its children)
     plugins: tuple[str, ...] = ()
     # The limit of a worker that runs alone (`run_alone`: an oom rerun): --max-memory auto shares
-    # the machine's memory between the jobs, and a worker alone gets all of that share; None: the
-    # same as max_memory (a limit the user set, or none).
+    # 80% of the machine's memory between the jobs, and a worker alone gets the whole of it; None:
+    # the same as max_memory.
     alone_memory: int | None = None
     max_tasks_per_worker: int = 0  # 0: never recycle
     # Where the workers' stdout and stderr go (warnings, crash tracebacks); "": inherited.

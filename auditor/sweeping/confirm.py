@@ -9,8 +9,8 @@ other rows are left out (their cells were decided). A type whose cell went over 
 (`oom`; --max-memory auto shares 80% of the machine's memory between the jobs) is rerun alone, one
 at a time, under a single job's limit (`run_alone`): vLLM's Transformers backend allocates a MoE's
 unfused experts on the CPU whatever the load device (16.7 GB for jetmoe), over the 9.4 GB share of
-two jobs on a 23 GB machine. The first row still decides each cell; the
-outcome rule reads the flaky label from the rows after it.
+two jobs on a 23 GB machine, and that rerun decides the cell (core/outcome.ALONE_KEY). Otherwise the
+first row still decides each cell; the outcome rule reads the flaky label from the rows after it.
 
 What is left to rerun is read from results.jsonl itself, so a sweep killed mid-rerun loses at
 most the unit being written, and `--resume` reruns what was not confirmed yet.
