@@ -36,6 +36,9 @@ from auditor.sweeping.options import add_side_arguments
 from auditor.upgrade.bisect_run import WHAT, Probe, bisect_commits, bisect_probe, bisect_releases, bisect_step
 from auditor.upgrade.bisection import GIT_ABORT, BisectTarget, State, changed_columns
 
+# bisect-step's own paragraph of the docstring: its --help (and the reference) do not repeat bisect's
+STEP_DOC = next(part for part in __doc__.split("\n\n") if part.startswith("`auditor bisect-step"))
+
 
 def add_parser(subparsers) -> None:
     p = subparsers.add_parser("bisect", help="the first transformers release (or commit) where a cell changes",
@@ -50,7 +53,7 @@ def add_parser(subparsers) -> None:
     p.set_defaults(handler=run_bisect)
 
     s = subparsers.add_parser("bisect-step", help="one `git bisect run` step: exit 0/1/125 by a cell's status",
-                              description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+                              description=STEP_DOC, formatter_class=argparse.RawDescriptionHelpFormatter)
     _cell_arguments(s)
     s.add_argument("--repo", type=Path, required=True, metavar="PATH", help="the transformers checkout being bisected")
     good = s.add_mutually_exclusive_group(required=True)

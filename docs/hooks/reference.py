@@ -1,9 +1,14 @@
-"""The reference pages of the docs, generated from the code at build time (an MkDocs hook,
-mkdocs.yml `hooks:`): nothing a parser, a registry or a release record can say is typed by hand.
+"""The reference pages of the docs, generated from the code: nothing a parser, a registry or a
+release record can say is typed by hand.
 
 * `pages()` -> {path under docs/: Markdown}: the commands' options (auditor.cli's parsers), the
   statuses, faults and outcomes (auditor.core), the checks and table columns (auditor.checks,
   auditor.report), and each engine's gates from its release records (auditor.engines).
+* The pages are committed under docs/reference/ so that links to them work where the repository
+  is read (GitHub, an editor), not only in the built site. `python docs/hooks/reference.py` writes
+  them again; as an MkDocs hook (mkdocs.yml `hooks:`) this module warns, so that a strict build
+  fails, when a committed page is not what the code says now, and tests/tooling/test_docs.py
+  fails the same way.
 * A hand-written page may hold `<!-- generated: gates ENGINE -->` (or `releases ENGINE`): the
   hook puts the generated table there, so an engine's page keeps its prose and its gates come
   from the records.
@@ -15,20 +20,24 @@ from __future__ import annotations
 
 import argparse
 import inspect
+import logging
 import re
 import sys
+from pathlib import Path
 
 COMMANDS_PAGE = "reference/commands.md"
 MARKER = re.compile(r"<!-- generated: (gates|releases) ([a-z0-9_-]+) -->")
+DOCS = Path(__file__).resolve().parents[1]
+REGENERATE = "python docs/hooks/reference.py"
+USAGE_WIDTH = 100  # the usage lines wrap here, whatever the terminal that writes the pages
+_log = logging.getLogger("mkdocs.hooks.reference")
 
 
 # --- mkdocs hook events -------------------------------------------------------------------------
 
 def on_files(files, config):
-    from mkdocs.structure.files import File
-
-    for path, text in pages().items():
-        files.append(File.generated(config, path, content=text))
+    for path in stale():
+        _log.warning("docs/%s is not what the code says now: run `%s`", path, REGENERATE)
     return files
 
 
@@ -42,6 +51,21 @@ def pages() -> dict[str, str]:
             "reference/nox.md": nox_page()}
 
 
+def stale(docs: Path = DOCS) -> list[str]:
+    """The reference pages whose committed file under `docs` differs from what the code says."""
+    return [path for path, text in pages().items()
+            if not (docs / path).is_file() or (docs / path).read_text(encoding="utf-8") != text]
+
+
+def write(docs: Path = DOCS) -> list[str]:
+    """Write every reference page under `docs`; the paths written."""
+    generated = pages()
+    for path, text in generated.items():
+        (docs / path).parent.mkdir(parents=True, exist_ok=True)
+        (docs / path).write_text(text, encoding="utf-8")
+    return list(generated)
+
+
 # --- commands -----------------------------------------------------------------------------------
 
 def subcommands() -> dict[str, argparse.ArgumentParser]:
@@ -50,7 +74,13 @@ def subcommands() -> dict[str, argparse.ArgumentParser]:
 
     parser = build_parser()
     action = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    for sub in action.choices.values():
+        sub.formatter_class = _fixed_width(sub.formatter_class)
     return dict(action.choices)
+
+
+def _fixed_width(formatter_class):
+    return lambda prog: formatter_class(prog, width=USAGE_WIDTH)
 
 
 def options(parser: argparse.ArgumentParser) -> list[argparse.Action]:
@@ -102,9 +132,38 @@ def _option_row(parser: argparse.ArgumentParser, action: argparse.Action) -> str
         names += " `{" + ",".join(str(c) for c in action.choices) + "}`"
     elif action.option_strings and action.nargs != 0 and action.metavar:
         names += f" `{action.metavar}`"
+    return f"| {names} | {_cell(default_shown(parser, action))} | {_cell(_escape_text(_help(parser, action)))} |"
+
+
+_STATED = re.compile(r"(?:\(|; |^)default:? ")
+
+
+def stated_default(help_text: str) -> str | None:
+    """The default a help text states: "(default: X)", "(default X)", "; default: X", "default: X"
+    (to the closing parenthesis that matches, or the end); None when it states none."""
+    match = _STATED.search(help_text)
+    if match is None:
+        return None
+    depth, rest = 0, help_text[match.end():]
+    for i, char in enumerate(rest):
+        depth += {"(": 1, ")": -1}.get(char, 0)
+        if depth < 0 and match.group(0).startswith("("):
+            return rest[:i].strip()
+    return rest.strip()
+
+
+def default_shown(parser: argparse.ArgumentParser, action: argparse.Action) -> str:
+    """The default cell: what the help text states (it is machine-independent, "the number of
+    cores"), else the parser's default; empty for a flag and for a positional."""
+    if not action.option_strings:
+        return ""
+    stated = stated_default(_help(parser, action))
+    if stated:
+        return f"`{stated}`" if " " not in stated and "`" not in stated else _escape_text(stated)
     default = action.default
-    shown = "" if default in (None, argparse.SUPPRESS, False, [], ()) or not action.option_strings else f"`{default}`"
-    return f"| {names} | {_cell(shown)} | {_cell(_escape_text(_help(parser, action)))} |"
+    if action.nargs == 0 or default in (None, argparse.SUPPRESS, [], (), ""):
+        return ""
+    return f"`{default}`"
 
 
 def _help(parser: argparse.ArgumentParser, action: argparse.Action) -> str:
@@ -229,6 +288,7 @@ def nox_sessions():
     path = Path(__file__).resolve().parents[2] / "noxfile.py"
     spec = importlib.util.spec_from_file_location("noxfile_for_docs", path)
     module = importlib.util.module_from_spec(spec)
+    nox.registry.reset()  # loading the noxfile again registers its sessions again
     spec.loader.exec_module(module)
     return dict(nox.registry.get()), module.__doc__ or ""
 
@@ -268,3 +328,9 @@ def _outside_code(text: str, change) -> str:
 
 def _anchor(name: str) -> str:
     return "auditor-" + name
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(DOCS.parent))
+    for written in write():
+        print(f"docs/{written}")

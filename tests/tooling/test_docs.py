@@ -102,3 +102,33 @@ def test_the_readme_names_the_releases_the_tests_are_locked_to():
                   if "==" in line and not line.startswith("#"))
     readme = (ROOT / "README.md").read_text()
     assert f"(transformers {locked['transformers']}, torch {locked['torch']})" in readme
+
+
+def test_the_committed_reference_pages_are_what_the_code_says():
+    """docs/reference/ is committed so that its links work on GitHub; it must not drift from the code."""
+    assert reference.stale() == [], f"run `{reference.REGENERATE}` and commit docs/reference/"
+
+
+def test_a_stale_reference_page_is_seen(tmp_path):
+    reference.write(tmp_path)
+    assert reference.stale(tmp_path) == []
+    page = tmp_path / reference.COMMANDS_PAGE
+    page.write_text(page.read_text().replace("--run-id", "--run-name"))
+    assert reference.stale(tmp_path) == [reference.COMMANDS_PAGE]
+
+
+def test_the_reference_takes_a_default_from_the_help_text_or_the_parser():
+    assert reference.stated_default("worker processes (default: the number of cores)") == "the number of cores"
+    assert reference.stated_default("memory, e.g. 4G (default auto: 80% of RAM (shared))") == "auto: 80% of RAM (shared)"
+    assert reference.stated_default("an earlier run; default: the newest run") == "the newest run"
+    assert reference.stated_default("default: reports/x") == "reports/x"
+    assert reference.stated_default("by default such a cell is skipped") is None
+    sweep = _section(reference.commands_page(), "sweep")
+    assert "| `--jobs`, `-j` | the number of cores |" in sweep
+    assert "| `--reports` | `reports` |" in sweep
+    assert "| ``" not in reference.commands_page()
+
+
+def test_no_two_commands_share_a_description():
+    described = [p.description for p in reference.subcommands().values() if p.description]
+    assert len(described) == len(set(described))
