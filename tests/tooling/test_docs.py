@@ -132,3 +132,18 @@ def test_the_reference_takes_a_default_from_the_help_text_or_the_parser():
 def test_no_two_commands_share_a_description():
     described = [p.description for p in reference.subcommands().values() if p.description]
     assert len(described) == len(set(described))
+
+
+def test_the_verdict_pages_commands_are_ones_auditor_takes():
+    """docs/verdict.md is followed to the letter: each `auditor ...` line of its shell blocks parses."""
+    import shlex
+
+    from auditor.cli import build_parser
+
+    page = (ROOT / "docs" / "verdict.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"^```bash\n(.*?)^```", page, flags=re.M | re.S)
+    commands = [line for block in blocks for line in block.splitlines() if line.startswith("auditor ")]
+    assert len(commands) >= 2
+    for command in commands:
+        args = build_parser().parse_args(shlex.split(command)[1:])
+        assert args.handler is not None, command
