@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from auditor.core.engineinfo import EMULATED, EngineInfo
+from auditor.core.engineinfo import EMULATED, RAISED, EngineInfo, stops
 from auditor.core.fault import (
     EngineRefusal,
     Origin,
@@ -71,13 +71,14 @@ def safely(gate: Callable[..., Verdict], *args: Any, package: str = "") -> Outco
     the same, attributed by the one fault rule (auditor.core.status.classify, Phase.ENGINE): raised
     in transformers or model code (an attribute its plan names but the model lacks, say), the
     pairing's; in the engine's code (`package`, its import name) or an emulated refusal, the
-    engine's; in the auditor's own frames, an auditor-error, never the engine's verdict."""
+    engine's; in the auditor's own frames, an auditor-error, never the engine's verdict. Its row
+    is marked RAISED: the engine's constructor raises with it, so even a gate that stops nothing
+    by its answer stops the engine by raising (Gate.raise_stops)."""
     try:
         return gate(*args).outcome()
     except Exception as exc:
         failure = classify(exc, Phase.ENGINE, engine_package=package)
-        noted = getattr(exc, _NOTED, None)
-        return dataclasses.replace(failure, extras={**failure.extras, **noted}) if noted else failure
+        return dataclasses.replace(failure, extras={**failure.extras, **getattr(exc, _NOTED, {}), RAISED: True})
 
 
 _NOTED = "auditor_gate_extras"
@@ -126,13 +127,19 @@ def remote_model_class(case, context) -> type | None:
 class Gate:
     """One gate. `emulated` is None for the gate the engine's build is (BuildSettings makes it);
     `own` is None where the engine's own code cannot be called on its own (it needs a whole
-    engine): the emulation stands for it in the own-code rows too."""
+    engine): the emulation stands for it in the own-code rows too.
+
+    `stops`: the engine stops where the gate answers no. `raise_stops`: the engine runs the gate's
+    step as it serves the model (one GPU, one stage), so the step raising stops it whatever `stops`
+    says; False for a step asked of a setting the verdict does not run (a pipeline plan with two
+    stages, a version floor of a feature a request may never use)."""
 
     name: str
     stops: bool
     emulated: Callable[..., Verdict] | None = None
     own: Callable[..., Verdict] | None = None
     cites: str = ""  # the key of its file:line in a release record's `citations`
+    raise_stops: bool = True
 
 
 @dataclass(frozen=True)
@@ -253,7 +260,8 @@ def pick_release(releases: Sequence[EngineRelease], installed: str | None) -> En
 class Engine:
     """A serving engine. `meet(functions, case, context, config)` yields (gate, Outcome) in the
     engine's order with the gate functions given (`functions(own)`), and stops after a
-    stopping gate fails; the backend check fills in the rest as not reached."""
+    stopping gate fails; the backend check stops reading where `stops_at` says (a stopping gate
+    failed, or a step raised) and fills in the rest as not reached."""
 
     name: str  # the registry's key and the engine's folder
     title: str  # how verdicts name it: "not reached: vLLM stops at ..."
@@ -336,6 +344,7 @@ class Engine:
         return EngineInfo(name=self.name, title=self.title, version=self.version, follows=self.follows,
                           gates=tuple(self.component(g) for g in self.gate_names),
                           stopping=tuple(self.component(g) for g in self.gate_names if g in self.stopping),
+                          raising=tuple(self.component(g.name) for g in self.gates if g.raise_stops),
                           policy=self.policy, shims=tuple(f"{name}: {text}" for name, text in sorted(shims.items())),
                           sources=self.sources())
 
@@ -382,8 +391,11 @@ class Engine:
         return self.meet(self.functions(own), case, context, config)
 
     def stops_at(self, gate: str, outcome: Outcome) -> bool:
-        """Whether the engine stops at `gate` with this outcome (a stopping gate that failed)."""
-        return gate in self.stopping and not passed(outcome)
+        """Whether the engine stops at `gate` with this outcome: a stopping gate that failed, or
+        a gate whose step it runs that raised (auditor.core.engineinfo.stops, the one rule)."""
+        raise_stops = any(g.name == gate and g.raise_stops for g in self.gates)
+        extras = outcome.extras if isinstance(outcome, Failure) else {}
+        return stops(gate in self.stopping, raise_stops, not passed(outcome), extras)
 
     def component(self, gate: str) -> str:
         """The component of `gate`'s rows (the column is `backend/<component>`)."""

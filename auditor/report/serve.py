@@ -1,7 +1,9 @@
 """One verdict per model type and serving engine: would the engine serve it, and compile it?
 
 A verdict is a reading of several rows, not a row: the backend check writes one row per gate, and
-the verdict is the first stopping gate that failed, in the engine's order. It is therefore a
+the verdict is the first gate the engine stops at, in the engine's order: a stopping gate that
+failed, or a gate whose step raised (the engine's constructor raises with it, even at a gate that
+stops nothing by its answer; EngineInfo.stops_at, the one rule). It is therefore a
 table derived here, by the report layer, from the rows and from what the run's header recorded
 of each engine (auditor.core.engineinfo: its gates in order and which of them stop it, the
 engine's own rule, never a copy), and it is written apart (serve.csv) instead of as matrix
@@ -153,10 +155,9 @@ def _verdict(env: str, model_type: str, engine: EngineInfo, rows: dict[str, Cell
     columns = _gate_columns(engine, own)
     if not any(column in rows for _, column in columns):
         return None  # the backend check did not run on this type
-    stopping = set(engine.stopping)
     for gate, column in columns:
         cell = rows.get(column)
-        if cell is None or gate not in stopping or cell.outcome is not Outcome.FINDING:
+        if cell is None or cell.outcome is not Outcome.FINDING or not engine.stops_at(gate, True, cell.row.extras):
             continue
         row = cell.row
         serves = Serves.UNDECIDED if row.status in UNDECIDED else Serves.STOPS

@@ -22,7 +22,9 @@ ENGINE = Engine(
     package="sglang",
     extra="sglang",
     # In the order TransformersBase.__init__ meets them. A one-stage run never splits the
-    # pipeline, and can_enable_torch_compile turns compile off without stopping the model.
+    # pipeline (so pp-plan, asked with two stages, stops nothing even when it raises), and
+    # can_enable_torch_compile turns compile off without stopping the model when it answers;
+    # when it raises, TransformersBase.__init__ raises with it (transformers.py:662): it stops.
     gates=(
         Gate("registry", stops=True, emulated=gates.registry_gate, own=own.registry_gate,
              cites="resolve_transformers_arch"),
@@ -30,7 +32,8 @@ ENGINE = Engine(
              cites="attention backend"),
         Gate("build", stops=True, cites="TransformersBase.__init__"),  # the build itself (BuildSettings)
         Gate("embeddings", stops=True, emulated=gates.embeddings_gate, cites="input embeddings"),  # inline in __init__: no function of its own
-        Gate("pp-plan", stops=False, emulated=modules.pp_plan_gate, own=own.pp_plan_gate, cites="pipeline_parallel"),
+        Gate("pp-plan", stops=False, emulated=modules.pp_plan_gate, own=own.pp_plan_gate, cites="pipeline_parallel",
+             raise_stops=False),
         Gate("tp-plan", stops=True, emulated=modules.tp_plan_gate, own=own.tp_plan_gate, cites="recursive_replace"),
         Gate("attention", stops=True, emulated=modules.attention_gate, own=own.attention_gate,
              cites="_create_attention_instances"),

@@ -42,20 +42,23 @@ ENGINE = Engine(
     package="vllm",
     extra="vllm",
     # In the order vLLM meets them. The pipeline-parallel plan does not stop a single-stage
-    # run, and the version floors take a feature away, not the model: they stop nothing.
+    # run, and the version floors take a feature away, not the model: they stop nothing, and
+    # neither is a step of a one-stage construction, so their raising stops nothing either.
     gates=(
         Gate("registry", stops=True, emulated=gates.registry_gate, own=own.registry_gate, cites="registry"),
         Gate("build", stops=True, cites="Base.__init__"),  # the build itself (BuildSettings); vLLM's needs its engine
         Gate("decorate", stops=True, emulated=gates.decorate_gate, own=own.decorate_gate, cites="decorate"),
         Gate("enable-if", stops=True, emulated=gates.enable_if_gate, own=own.enable_if_gate,
              cites="can_enable_torch_compile"),
-        Gate("pp-plan", stops=False, emulated=plans.pp_plan_gate, cites="Base.pipeline_parallel"),
+        Gate("pp-plan", stops=False, emulated=plans.pp_plan_gate, cites="Base.pipeline_parallel",
+             raise_stops=False),
         Gate("tp-plan", stops=True, emulated=plans.tp_plan_gate, own=own.tp_plan_gate, cites="Base.recursive_replace"),
         Gate("attention", stops=True, emulated=attention.attention_gate, own=own.attention_gate,
              cites="interface_call"),
         Gate("version:video", stops=False, emulated=gates.version_gate, own=own.version_gate,
-             cites="floor: video inputs"),
-        Gate("version:mtp", stops=False, emulated=gates.version_gate, own=own.version_gate, cites="floor: MTP"),
+             cites="floor: video inputs", raise_stops=False),
+        Gate("version:mtp", stops=False, emulated=gates.version_gate, own=own.version_gate, cites="floor: MTP",
+             raise_stops=False),
     ),
     meet=meeting.meet,
     build=BuildSettings(build=build.build_like_vllm, observe=build.reads_attention),
