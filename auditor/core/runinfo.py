@@ -6,6 +6,7 @@ import datetime
 import platform
 import socket
 import subprocess
+from collections.abc import Mapping
 from importlib import metadata
 from pathlib import Path
 
@@ -76,6 +77,27 @@ def probe(command: str, device: str, checks: tuple[str, ...], label: str = "", s
     )
 
 
+def environment(engine_versions: Mapping[str, str]) -> dict[str, str]:
+    """This process's environment, as `probe` writes it into a run's header (`engine_versions`:
+    each engine's name -> its installed version or "emulated", from the engines layer): what a
+    worker elsewhere (a Ray node) must share with the header for its rows to stand under it."""
+    from auditor import __version__
+
+    return {"python": platform.python_version(), "torch": version_of("torch"),
+            "transformers": version_of("transformers"), "auditor": __version__, **dict(engine_versions)}
+
+
+def environment_of(info: RunInfo) -> dict[str, str]:
+    """The same fields, read from a run's header."""
+    return {"python": info.python, "torch": info.torch, "transformers": info.transformers, "auditor": info.auditor,
+            **{engine.name: engine.version for engine in info.engines}}
+
+
+def environment_differences(header: Mapping[str, str], worker: Mapping[str, str]) -> tuple[str, ...]:
+    """Each field where a worker's environment is not the header's, naming both:
+    `transformers 5.25.0 (the run's header: 5.24.0)`."""
+    return tuple(f"{name} {worker.get(name, 'absent')} (the run's header: {header.get(name, 'absent')})"
+                 for name in sorted(set(header) | set(worker)) if header.get(name) != worker.get(name))
 
 
 def cuda_problem() -> str | None:

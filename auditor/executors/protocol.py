@@ -26,6 +26,10 @@ class MessageKind(str, Enum):
     RESULT = "result"  # one row; payload: Result.to_json()
     DONE = "done"  # the model type is finished; payload: its name
     ERROR = "error"  # the task ended without finishing its model type; payload: why
+    # A Ray task's worker says what it runs, first (before its imports and any row): its
+    # environment as a run's header records it (auditor.core.runinfo.environment); the driver
+    # writes no row of a worker whose environment is not the header's. Payload: (worker, that dict).
+    ENVIRONMENT = "environment"
 
 
 Message = tuple  # (MessageKind value, payload)
@@ -49,6 +53,10 @@ def ready(pid: int) -> Message:
 
 def started(worker: str) -> Message:
     return (MessageKind.STARTED.value, worker)
+
+
+def environment(worker: str, found: dict[str, str]) -> Message:
+    return (MessageKind.ENVIRONMENT.value, (worker, dict(found)))
 
 
 def error(why: str) -> Message:

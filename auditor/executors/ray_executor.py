@@ -10,6 +10,14 @@ keeps the pool's promises:
 * crash: Ray retries a task whose worker died once; when the retry dies too, `crash` rows;
 * oom: Ray's memory monitor killed the worker (Ray retries those itself until the timeout).
 
+A row is computed where its header says. Each task first reports its worker's environment
+(transformers, torch, Python, engine releases, auditor version: `protocol.environment`), before
+any row; the driver compares it with the run's header, probed in the driver's own interpreter,
+and a worker whose environment differs ends the sweep (EnvironmentMismatch, naming both; the
+rows already written stay, and they were all computed in the header's environment). A cluster
+started from another venv than the caller's would otherwise compute another transformers' rows
+and store them under the caller's header.
+
 Ray re-runs a retried task from the start and skips the messages already delivered, so a row
 is never duplicated; rows delivered before a death are kept, as in the pool.
 """
@@ -43,6 +51,10 @@ class ClusterError(PoolError):
     """The Ray cluster cannot run the sweep: unreachable, too small, or its workers cannot start."""
 
 
+class EnvironmentMismatch(ClusterError):
+    """A Ray worker runs in another environment than the run's header records: its rows would lie."""
+
+
 @dataclass(frozen=True)
 class RaySettings:
     address: str | None  # None: start a local cluster on loopback, with `jobs` CPUs
@@ -72,6 +84,7 @@ class RayExecutor:
         self._slots = 0
         self._remote = None
         self._any_started = False
+        self._header = environment_here()  # what the run's header records: the same probe, here
 
     def connect(self) -> RayExecutor:
         """Join the cluster (or start the local one) now, so a bad address fails before any row."""
@@ -200,11 +213,23 @@ class RayExecutor:
         if kind is MessageKind.STARTED:
             task.started, task.worker = time.monotonic(), payload
             self._any_started = True
+        elif kind is MessageKind.ENVIRONMENT:
+            self._check_environment(task, *payload)
         elif kind is MessageKind.DONE:
             return task.progress.results
         elif kind is MessageKind.ERROR:
             return [*task.progress.results, *self._death_rows(task, Status.CRASH, f"Crash: {payload}")]
         return None
+
+    def _check_environment(self, task: _Task, worker: str, found: dict) -> None:
+        from auditor.core.runinfo import environment_differences
+
+        differences = environment_differences(self._header, found)
+        if differences:
+            raise EnvironmentMismatch(
+                f"the Ray worker {worker} that took {task.case.model_type} runs another environment "
+                f"than this run's header: {'; '.join(differences)}. No row of it was written; install the "
+                "caller's releases on the cluster's nodes (or start the cluster from the caller's venv)")
 
     def _enforce_timeouts(self, tasks: dict[object, _Task]) -> Iterator[list[Result]]:
         import ray
@@ -223,6 +248,14 @@ class RayExecutor:
         seconds = time.monotonic() - (task.started or task.submitted)
         return death_rows(task.case, self.options, task.progress, status, message,
                           seconds=seconds, worker=task.worker)
+
+
+def environment_here() -> dict[str, str]:
+    """This process's environment as a run's header records it (auditor.core.runinfo.environment)."""
+    from auditor import engines
+    from auditor.core.runinfo import environment
+
+    return environment({engine.name: engine.version for engine in engines.all()})
 
 
 def _absolute_plugins(settings: RaySettings) -> RaySettings:
@@ -245,9 +278,10 @@ def sweep_case(case: ModelCase, options: Options, plugins: tuple[str, ...]) -> I
 
     from auditor.executors.worker import prepare, run_case
 
+    worker = f"{ray.util.get_node_ip_address()}:{os.getpid()}"  # which node and process made the rows
+    yield protocol.environment(worker, environment_here())  # before the imports: a mismatch costs nothing
     key = (plugins, options)
     if key not in _PREPARED:  # a Ray worker process runs many tasks: start up once
         _PREPARED[key] = prepare(plugins, options)
-    worker = f"{ray.util.get_node_ip_address()}:{os.getpid()}"  # which node and process made the rows
     yield protocol.started(worker)
     yield from run_case(case, _PREPARED[key], options, worker=worker)
