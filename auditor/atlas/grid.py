@@ -2,8 +2,9 @@
 
 The added run folders go in first; then each planned run whose key the atlas does not hold yet is
 swept (this interpreter's release by the normal sweep, in-process; the others in their venvs, all
-installed before any sweeps, under the lock `auditor versions` takes on the same venvs) and goes
-in as it finishes, so that an interrupted call keeps what it swept. The derived tables are then
+installed before any sweeps, under the lock `auditor versions` takes on the same venvs; with
+`--executor ray`, each run as one task on a Ray node: atlas/cluster.py) and goes in as it
+finishes, whole (one transaction), so that an interrupted call keeps what it swept. The derived tables are then
 computed again from every run in the database, and the site rendered from the database alone.
 Nothing here prints: what a person should see goes to the AtlasEvents.
 """
@@ -140,6 +141,11 @@ def _sweep(todo: list[PlannedRun], plan: AtlasPlan, events: AtlasEvents, sweep_e
     """(planned run, its runs read back, seconds) as each finishes; the venvs installed first."""
     from auditor.upgrade import runner
 
+    if any(p.on_cluster for p in todo):
+        from auditor.atlas.cluster import sweep_on_cluster
+
+        yield from sweep_on_cluster(todo, plan, events)
+        return
     away = [p for p in todo if not p.here]
     try:
         with runner.venv_lock(LOCK, events) if away else contextlib.nullcontext():

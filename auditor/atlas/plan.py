@@ -5,7 +5,8 @@ package index (auditor.upgrade.releases, the one place that asks it). Each relea
 run, keyed (auditor.atlas.keys) before it runs: the transformers installed here is swept by this
 interpreter with the normal sweep, every other release in upgrade's reused venv of that release
 (`.nox/releases/RELEASE/`, the one `auditor versions` makes and reuses), with `--engine`'s
-releases installed beside it. A release an engine's pin excludes is skipped and said so.
+releases installed beside it. With `--executor ray` every run is one task on a Ray node, which
+makes that venv itself (auditor.atlas.cluster). A release an engine's pin excludes is skipped and said so.
 Whether a planned run is already in the atlas is the caller's question (grid.py asks the
 database as it goes, after the added runs are in).
 """
@@ -34,6 +35,7 @@ class PlannedRun:
     outdir: Path
     here: bool  # swept by this interpreter (its transformers is the release)
     steps: tuple[Step, ...] = ()  # a venv's install and sweep, where not here
+    on_cluster: bool = False  # --executor ray: one task on a Ray node, in a venv made there (atlas/cluster.py)
 
 
 @dataclass(frozen=True)
@@ -109,18 +111,21 @@ def plan_atlas(directory: str | os.PathLike, *, transformers: str | None = None,
              "executor": executor, "ray_address": ray_address}
     selection = canonical(listed(models), listed(exclude))
     planned, skipped = [], []
+    on_cluster = executor == "ray"
     away = [r for r in chosen if r != here]
-    setup = runner.side_setup(WHAT, engines, extras="[ray]" if executor == "ray" else "") if away else None
+    setup = runner.side_setup(WHAT, engines) if away or on_cluster else None
     for release in chosen:
         excluded = [s for s in specs if s.excludes(release)]
         if excluded:
             skipped.append(f"transformers {release}: outside what {excluded[0].name} {excluded[0].version} accepts "
                            f"(it requires transformers{excluded[0].transformers})")
             continue
-        key = RunKey(release, _torch(release == here, specs), minor(_python()),
+        key = RunKey(release, _torch(release == here and not on_cluster, specs), minor(_python()),
                      tuple(sorted(s.requirement for s in specs)), tuple(sorted(listed(checks))), selection)
         outdir = directory / RUNS_DIR / key.slug
-        if release == here:
+        if on_cluster:  # every run, this interpreter's release too: the node makes its environment
+            planned.append(PlannedRun(release, key, outdir, False, on_cluster=True))
+        elif release == here:
             planned.append(PlannedRun(release, key, outdir, True))
         else:
             planned.append(PlannedRun(release, key, outdir, False, _venv_steps(release, outdir, setup, sweep)))
@@ -163,10 +168,8 @@ def _venv_steps(release: str, outdir: Path, setup, sweep: dict) -> tuple[Step, .
 
     values = sweep_values(sweep)
     flags = sweep_flags(models=values["models"], exclude=values["exclude"], checks=values["checks"],
-                        policies=runner.engine_policies(setup, None), jobs=values["jobs"], timeout=values["timeout"],
-                        executor=values["executor"] or None, ray_address=values["ray_address"] or None)
+                        policies=runner.engine_policies(setup, None), jobs=values["jobs"], timeout=values["timeout"])
     install, run = release_steps(parse_transformers(release, Path.cwd()), outdir=outdir,
                                  envdir=setup.home / RELEASES_ENVDIR / release, noxfile=runner.NOXFILE,
-                                 nox=setup.nox, sweep=flags, label="", resume=False,
-                                 extras="[ray]" if values["executor"] == "ray" else "", env=setup.env)
+                                 nox=setup.nox, sweep=flags, label="", resume=False, env=setup.env)
     return install, run

@@ -140,6 +140,17 @@ def add_run(connection, run: Run, *, swept: bool, request: RunKey | None = None,
     run_id = run_id_of(run)
     if has_run(connection, run):
         return run_id
+    connection.execute("BEGIN TRANSACTION")  # a run goes in whole or not at all (a crash, Ctrl-C mid-insert)
+    try:
+        _insert_run(connection, run, run_id, swept=swept, request=request, seconds=seconds)
+        connection.execute("COMMIT")
+    except BaseException:
+        connection.execute("ROLLBACK")
+        raise
+    return run_id
+
+
+def _insert_run(connection, run: Run, run_id: str, *, swept: bool, request: RunKey | None, seconds: float) -> None:
     key = key_of(run.info)
     env_id = environment_id(key)
     connection.execute("INSERT OR IGNORE INTO environments VALUES (?, ?, ?, ?, ?, NULL)",
@@ -155,7 +166,6 @@ def add_run(connection, run: Run, *, swept: bool, request: RunKey | None = None,
                                  r.status.value, r.fault, r.message, r.signature, r.seconds, r.worker,
                                  json.dumps(r.extras, default=str)) for line, r in enumerate(run.results)])
     order_releases(connection)
-    return run_id
 
 
 def environment_id(key: RunKey) -> str:

@@ -12,8 +12,11 @@ versions` makes them). Each (transformers, torch, Python, engine releases, check
 one run, kept in DIR/runs/; a run already in the atlas is never swept again, so a second identical
 call sweeps nothing and adding a release sweeps only it. `--engine NAME==VERSION` installs an
 engine's release beside each transformers, as `sweep --engine` does; a release outside the
-engine's pin is skipped and said so. With `--executor ray --ray-address HOST:PORT` each run's model
-types run on that cluster (the sweep's own executor); the runs follow one another.
+engine's pin is skipped and said so. With `--executor ray --ray-address HOST:PORT` each run is one
+task on that cluster: a node with room makes the run's venv there (reused by its later runs of
+that release), sweeps it with --jobs workers (default 1) and sends the run back, which goes into
+the database whole; several runs at once. A node lost mid-run loses that run only, run again once
+on another node. Without --ray-address, a Ray cluster on this machine for this call only.
 
 Exit codes: 0; 2 bad input (found before any sweep), or a release that could not be installed or
 swept (the runs finished before it are kept); 130 interrupted.
@@ -76,7 +79,8 @@ class _Events(PrintedEvents):
         print(f"auditor atlas: transformers {planned.release}: in the atlas already, not swept again", file=sys.stderr)
 
     def sweeping(self, planned) -> None:
-        where = "here" if planned.here else f"its venv ({planned.outdir.name})"
+        where = ("here" if planned.here else f"its venv ({planned.outdir.name})") if not planned.on_cluster else \
+            f"on the Ray cluster, in its venv there ({planned.outdir.name})"
         print(f"auditor atlas: sweeping transformers {planned.release} {where}", file=sys.stderr, flush=True)
 
     def added(self, run, swept: bool, seconds: float) -> None:
