@@ -27,11 +27,14 @@ REPORT_FILES = ("report.html", "results.csv", "matrix.csv", "summary.md", "serve
 DIFF_FILES = ("diff.md", "diff.html")
 
 
-def report_texts(runs: Sequence[Run], expected: Baseline | None = None, previous: Run | None = None) -> dict[str, str]:
+def report_texts(runs: Sequence[Run], expected: Baseline | None = None, previous: Run | None = None,
+                 no_previous: str = "") -> dict[str, str]:
     """File name -> content of the report files. `expected` relabels the failures it lists in
     report.html and summary.md only: the CSV tables are the rows as they are; `previous`: an
-    earlier run, what changed since it in report.html and summary.md."""
-    return dict(zip(REPORT_FILES, (render_report(runs, expected=expected, previous=previous), csv_text(long_frame(runs)),
+    earlier run, what changed since it in report.html and summary.md; `no_previous`: why there is
+    none (Earlier.why), said in report.html."""
+    page = render_report(runs, expected=expected, previous=previous, no_previous=no_previous)
+    return dict(zip(REPORT_FILES, (page, csv_text(long_frame(runs)),
                                    csv_text(matrix_frame(runs)), render_summary(runs, expected=expected, previous=previous),
                                    csv_text(serve_frame(runs))), strict=True))
 
@@ -41,10 +44,10 @@ def diff_texts(diff: RunDiff) -> dict[str, str]:
 
 
 def write_report(runs: Sequence[Run], outdir: Path, expected: Baseline | None = None,
-                 previous: Run | None = None) -> list[Path]:
+                 previous: Run | None = None, no_previous: str = "") -> list[Path]:
     """Write report.html, results.csv, matrix.csv, summary.md and serve.csv of `runs` into `outdir`;
-    OSError propagates. `expected`, `previous`: see report_texts."""
-    return _write(report_texts(runs, expected, previous), Path(outdir))
+    OSError propagates. `expected`, `previous`, `no_previous`: see report_texts."""
+    return _write(report_texts(runs, expected, previous, no_previous), Path(outdir))
 
 
 def write_text(path: Path, text: str) -> Path:

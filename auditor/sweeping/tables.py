@@ -64,15 +64,17 @@ class Tables:
             from auditor.report.files import earlier_run
 
             self.earlier = earlier_run(run)
-        return run, write_tables(run, self.outdir, self.expected, self.previous)
+        return run, write_tables(run, self.outdir, self.expected, self.previous, self.earlier.why)
 
 
-def write_tables(run: Run, outdir: Path, expected=None, previous: Run | None = None) -> tuple[Path, ...]:
+def write_tables(run: Run, outdir: Path, expected=None, previous: Run | None = None,
+                 no_previous: str = "") -> tuple[Path, ...]:
     """results.csv, matrix.csv, report.html, summary.md and serve.csv of `run`; `previous`: the
-    earlier run report.html and summary.md say what changed since."""
+    earlier run report.html and summary.md say what changed since; `no_previous`: why there is
+    none, which report.html says as the end of the sweep does."""
     from auditor.report import write_report
 
-    return tuple(write_report([run], outdir, expected, previous))
+    return tuple(write_report([run], outdir, expected, previous, no_previous))
 
 
 def extra_files(run: Run, junit: Path | None, markdown: Path | None, expected=None,

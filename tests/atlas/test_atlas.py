@@ -110,6 +110,9 @@ def test_the_type_page_of_a_changed_type_names_the_release_gate_cause_and_fault(
     assert "is not compatible with vLLM" in changed  # its cause
     assert "<td>engine</td>" in changed  # whose fault
     assert "auditor sweep --models falcon --checks backend" in page  # the command that sweeps it again
+    # ... and under which release: pasted under another, it shows another answer
+    assert re.search(r'<code class="repro">auditor sweep --models falcon --checks backend[^<]*</code> '
+                     r'<small class="under">\(under transformers 5\.24\.0\)</small>', page)
 
 
 def test_the_release_page_lists_new_types_and_the_counts(built):

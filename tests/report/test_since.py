@@ -143,3 +143,25 @@ def test_another_selection_is_named_in_flags_a_user_can_read():
     (why,) = differences(ours, info_of(selection=many))
     assert why.startswith("model types --models type0,type1,type2,") and "..., not --models llama,gpt2" in why
     assert differences(info_of(selection=many), info_of(selection=many[:-1] + ("type99",))) != []
+
+
+def test_with_nothing_to_compare_with_the_page_says_why_as_the_sweeps_end_does(tmp_path):
+    """The sweep's tables step (auditor.sweeping.tables): the terminal's "Since the last run:
+    nothing to compare with: <why>" is in report.html too, not a page silent about the last run."""
+    from auditor.sweeping.tables import Tables
+
+    reports = tmp_path / "reports"
+    write_run(reports / "1", [result("llama", "build")], checks=("build", "pickle"))
+    write_run(reports / "2", [result("llama", "build")])
+    tables = Tables(reports / "2")
+    tables.finish()
+    assert tables.previous is None and tables.earlier.why.startswith("none of the 1 earlier run")
+    page = (reports / "2" / "report.html").read_text()
+    since = page.split('<section id="since">')[1].split("</section>")[0]
+    assert "<h2>Since the last run</h2>" in since
+    assert f"Nothing to compare with: none of the 1 earlier run in {reports.resolve()} is of this selection " \
+           "(1: checks build,pickle, not build)." in since
+    write_run(reports / "3", [result("llama", "error", signature="E: x")])
+    Tables(reports / "3").finish()
+    page = (reports / "3" / "report.html").read_text()
+    assert "<h2>Since 2</h2>" in page and "Nothing to compare with" not in page
