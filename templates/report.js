@@ -6,6 +6,15 @@
   var EXPECTED = data.outcomes.indexOf("expected");
   var FLAKY = data.outcomes.indexOf("flaky");
 
+  // A message is whole, or [base, head, tail, middle]: message `base` (whole) cut around `middle`
+  // (auditor/report/page.py, compact_messages); read only when a cell is clicked.
+  function message(i) {
+    var m = data.messages[i];
+    if (typeof m === "string") return m;
+    var base = data.messages[m[0]];
+    return base.slice(0, m[1]) + m[3] + base.slice(base.length - m[2]);
+  }
+
   // The matrix comes as data (one small array per cell), made into the table here.
   function cellElement(entry, i) {
     var td = document.createElement("td");
@@ -185,7 +194,7 @@
     document.getElementById("d-status").textContent = cell.dataset.s;
     document.getElementById("d-seconds").textContent = cell.dataset.t;
     document.getElementById("d-sig").textContent = cell.title;
-    document.getElementById("d-message").textContent = data.messages[Number(cell.dataset.m)];
+    document.getElementById("d-message").textContent = message(Number(cell.dataset.m));
     details.hidden = false;
     table.querySelectorAll("td.selected").forEach(function (td) { td.classList.remove("selected"); });
     cell.classList.add("selected");

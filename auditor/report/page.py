@@ -56,10 +56,11 @@ def run_view(run: Run) -> RunView:
 
 
 def render_report(runs: Sequence[Run], title: str = "Model sweep report", expected: Baseline | None = None,
-                  previous: Run | None = None) -> str:
+                  previous: Run | None = None, no_previous: str = "") -> str:
     """`expected`: an expected baseline; the failures it lists show as `expected`, their own
     status in the cell's title (a view: the rows are what they are). `previous`: an earlier run
-    of the same sweep, what changed since it after the verdicts."""
+    of the same sweep, what changed since it after the verdicts; without one, `no_previous` says
+    why there is nothing to compare with (as the end of the sweep does), where it was looked for."""
     matrix = expected_matrix(runs, expected)
     cells = matrix.cells()
     differ = differences(runs)
@@ -83,6 +84,7 @@ def render_report(runs: Sequence[Run], title: str = "Model sweep report", expect
         tally=tally(matrix),
         since=since(runs, previous),
         since_shown=SINCE_SHOWN,
+        no_previous=no_previous,
         legend=present,
         styles={s.name: s for s in present},
         legend_index={s.name: i for i, s in enumerate(present)},
@@ -172,6 +174,7 @@ def _matrix_data(matrix, legend_index: dict[str, int], marked: dict[tuple[str, s
     "" where it serves the type, the gate's column where it stops it, `?` and the gate where
     undecided (a view beside the cells, not a cell: see serve.py)."""
     messages: dict[str, int] = {}
+    message_titles: list[int] = []  # per message, the title of the first cell that had it
     titles: dict[str, int] = {}
     title_faults: list[int] = []
     gates: dict[str, int] = {}
@@ -187,8 +190,11 @@ def _matrix_data(matrix, legend_index: dict[str, int], marked: dict[tuple[str, s
                 cells.append(0)
                 continue
             gate = marked.get((col.environment, row.model_type)) if col.column.startswith("decorate/") else None
-            kind = [legend_index[cell.shown], codes[cell.outcome], messages.setdefault(cell.message, len(messages)),
-                    _title(titles, title_faults, cell),
+            title = _title(titles, title_faults, cell)
+            if cell.message not in messages:
+                messages[cell.message] = len(messages)
+                message_titles.append(title)
+            kind = [legend_index[cell.shown], codes[cell.outcome], messages[cell.message], title,
                     1 if cell.disagree else 0, cell.status.value if cell.by_baseline else "",
                     gates.setdefault(gate, len(gates)) if gate else -1]
             while len(kind) > 4 and kind[-1] == _DEFAULTS[len(kind) - 5]:
@@ -198,9 +204,47 @@ def _matrix_data(matrix, legend_index: dict[str, int], marked: dict[tuple[str, s
             cells.append([number, seconds] if seconds else number)
         verdict = by_type.get(row.model_type)
         rows.append([row.model_type, cells, [verdict.get(e) for e in engines]] if verdict else [row.model_type, cells])
-    return {"rows": rows, "kinds": [list(k) for k in kinds], "messages": list(messages), "titles": list(titles),
+    return {"rows": rows, "kinds": [list(k) for k in kinds], "messages": compact_messages(list(messages), message_titles),
+            "titles": list(titles),
             "faultcodes": FAULT_CODES, "titlefaults": title_faults,
             "gates": list(gates), "engines": list(engines.values())}
+
+
+# A message written as its base's head and tail around what differs saves at least this many bytes.
+MESSAGE_SAVING = 16
+
+
+def compact_messages(messages: list[str], title_of: list[int]) -> list:
+    """The page's messages, each whole or, where that is shorter, as `[base, head, tail, middle]`:
+    the message numbered `base` (the first message of the same title, always whole) cut to its
+    first `head` and last `tail` characters with `middle` between them. The messages of one cause
+    differ in a name, a number, a line (2,796 messages were 252 KB of a 631-type page); the page
+    reads a message only when a cell is clicked (`message()` in report.js). Lengths count UTF-16
+    code units as JavaScript does, so a message with a character beyond them stays whole."""
+    first: dict[int, int] = {}
+    out: list = []
+    for number, (message, title) in enumerate(zip(messages, title_of, strict=True)):
+        base = first.setdefault(title, number)
+        encoded = _against(message, messages[base], base) if base != number else None
+        whole = json.dumps(message, ensure_ascii=False)
+        if encoded is not None and len(json.dumps(encoded, ensure_ascii=False)) + MESSAGE_SAVING <= len(whole):
+            out.append(encoded)
+        else:
+            out.append(message)
+    return out
+
+
+def _against(message: str, base: str, number: int) -> list | None:
+    if any(ord(c) > 0xFFFF for c in message + base):
+        return None
+    limit = min(len(message), len(base))
+    head = 0
+    while head < limit and message[head] == base[head]:
+        head += 1
+    tail = 0
+    while tail < limit - head and message[-1 - tail] == base[-1 - tail]:
+        tail += 1
+    return [number, head, tail, message[head:len(message) - tail]]
 
 
 def _verdict_view(found) -> tuple[dict[str, str], dict[str, dict[str, str]]]:

@@ -43,6 +43,17 @@ def write_run(directory: Path, results: list[Result], **info) -> Path:
     return directory
 
 
+def message_text(messages: list, number: int) -> str:
+    """A message of a report.html's data, whole again, as its script's `message()` makes it: an
+    entry `[base, head, tail, middle]` is the whole message `base` cut around `middle`."""
+    entry = messages[number]
+    if isinstance(entry, str):
+        return entry
+    base, head, tail, middle = entry
+    text = messages[base]
+    return text[:head] + middle + text[len(text) - tail:]
+
+
 def page_cells(html: str) -> dict[tuple[str, str], dict]:
     """The matrix cells of a report.html, decoded from its embedded data as its script decodes
     them: (model type, column) -> status, outcome, the status a baseline relabelled, the text in
@@ -64,7 +75,7 @@ def page_cells(html: str) -> dict[tuple[str, str], dict]:
             cells[(model_type, column["column"])] = {
                 "s": data["order"][kind[0]], "o": data["outcomes"][kind[1]], "was": was, "disagree": bool(kind[4]),
                 "text": data["short"][kind[0]] + ("†" if gate else ""), "gate": gate,
-                "message": data["messages"][kind[2]],
+                "message": message_text(data["messages"], kind[2]),
                 "title": (f"{data['relabel']}: {was} · " if was else "") + data["titles"][kind[3]]
                 + (f" · unreachable: {gate}" if gate else "")}
     return cells

@@ -378,3 +378,27 @@ def test_every_cause_of_a_gate_is_one_click_away_with_the_gates_line_and_the_mat
     to_matrix.click()
     top = page.evaluate("document.getElementById('matrix-section').getBoundingClientRect().top")
     assert page.url.endswith("#matrix-section") and 0 <= top < page.viewport_size["height"]  # on screen now
+
+
+def test_a_message_written_against_another_shows_whole(page, tmp_path):
+    """Messages of one cause are in the page as the first one's head and tail around what differs
+    (auditor.report.page.compact_messages); a click shows the message as the row has it."""
+    import json
+
+    from tests.report.helpers import page_cells, result, write_run
+
+    sig = "ValueError: Layer N dispatches attention from more than one module (model.decoder.layers.N.self_attn)"
+    messages = {t: f"ValueError: Layer {i} dispatches attention from more than one module "
+                   f"(model.decoder.layers.{i}.self_attn) of {t}, which one vLLM attention layer cannot serve."
+                for i, t in enumerate(["whisper", "bart", "t5"])}
+    run = write_run(tmp_path / "run", [result(t, "unsupported", signature=sig, message=m) for t, m in messages.items()])
+    out = make_report(tmp_path, [run])
+    html = (out / "report.html").read_text(encoding="utf-8")
+    start = html.index('<script type="application/json" id="report-data">')
+    data = json.loads(html[html.index(">", start) + 1:html.index("</script>", start)])
+    assert sum(isinstance(m, list) for m in data["messages"]) == 2  # two written against the first
+    assert {t: c["message"] for (t, _), c in page_cells(html).items()} == messages
+    page.goto((out / "report.html").as_uri())
+    for model_type, message in messages.items():
+        page.locator(f"#matrix tr[data-model='{model_type}'] td.c0").click()
+        assert page.inner_text("#d-message") == message
