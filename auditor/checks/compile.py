@@ -30,9 +30,13 @@ compiled at the first and called at the others. One row per component, status th
 * `eager-error`: the forward fails without compiling;
 * `compile-error`: tracing or the backend failed in another way (a dynamo or inductor error);
 * `oom`, `missing-dependency`: as anywhere; `timeout` and `crash` come from the pool;
+* `device-error`: the accelerator failed with a sticky error (its worker retires, and what else of
+  the type was left runs in a fresh one: auditor.executors.pool); a tiny model that does not build
+  because of the machine (a device error, an oom) or the auditor keeps that status and fault;
 * when the model cannot be built: the plain build's status, or the decorator's verdict
   (`refused`, `decorate-error`, `check-error`), or `skipped` when the config cannot be shrunk,
-  the tiny model does not build (see the `tiny` check) or the synthesizer cannot feed it.
+  the tiny model does not build for a reason of its own (see the `tiny` check) or the synthesizer
+  cannot feed it.
 
 Extras: `semantics`, `tiny_parameters`, `eager_seconds`, `compile_seconds` (the first compiled
 call, compile included), `first_run_seconds` (the first call at the second length),
@@ -49,6 +53,7 @@ from typing import Any
 from auditor import engines
 from auditor.checks import register
 from auditor.checks.interface import CaseContext, Check, Options
+from auditor.core.fault import Fault
 from auditor.core.results import Result
 from auditor.core.status import Failure, Status, classify
 from auditor.engines.interface import Engine
@@ -118,8 +123,11 @@ def _tiny_model(case: ModelCase, context: CaseContext):
         return Failure.because(Status.SKIPPED, f"cannot shrink: {exc}")
     except Exception as exc:  # the tiny check's finding; here only what no other size would fix
         failure = classify(exc)
-        return failure if failure.environmental else Failure.because(
-            Status.SKIPPED, f"the tiny model does not build: {failure.message}")
+        # The machine's failure (a device error, an oom) or the auditor's own is not the model's: it
+        # keeps its status and fault rather than reading as a property of the model (`skipped`).
+        if failure.environmental or failure.fault is Fault.AUDITOR:
+            return failure
+        return Failure.because(Status.SKIPPED, f"the tiny model does not build: {failure.message}")
 
 
 def engine_stop(engine: Engine, case: ModelCase, context: CaseContext, own: bool = False) -> tuple[Failure, dict] | None:

@@ -34,9 +34,11 @@ ALONE_KEY = "alone"
 # Failing statuses the machine can cause rather than the model: a loaded runner times out or runs
 # short of memory, a worker dies of something else (a signal, a dying executor), a compiler's
 # backend fails (a subprocess, a cache) or a nondeterministic kernel drifts past the tolerance.
+# A device error (a sticky one: its worker was retired) is rerun too, in a fresh process.
 # A sweep reruns such cells before it reports them (--reruns). graph-break, recompiled,
 # specialized and eager-error are properties of the traced code, the same on every run.
-UNCONFIRMED = frozenset({Status.TIMEOUT, Status.OOM, Status.CRASH, Status.COMPILE_ERROR, Status.MISMATCH})
+UNCONFIRMED = frozenset({Status.TIMEOUT, Status.OOM, Status.CRASH, Status.COMPILE_ERROR, Status.MISMATCH,
+                         Status.DEVICE_ERROR})
 
 
 class Outcome(str, Enum):

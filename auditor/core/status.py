@@ -62,6 +62,10 @@ class Status(str, Enum):
     # This machine cannot decide: a limit of the meta device (copying out of a meta tensor), or a
     # kernel the installed wheel lacks on this hardware. Never a verdict on the model or engine.
     UNDECIDED = "undecided"
+    # The accelerator failed with an error that leaves its process's context unusable (a
+    # device-side assert, an illegal address): the row of the type that met it; its worker takes
+    # no further type, and the types that ran in the broken context are rerun in a fresh one.
+    DEVICE_ERROR = "device-error"
     # Outcomes of the compile check (a failed build there keeps the statuses above).
     COMPILED = "compiled"
     GRAPH_BREAK = "graph-break"
@@ -101,6 +105,8 @@ DESCRIPTIONS: dict[Status, str] = {
     Status.UNSUPPORTED: "backend check: a serving engine's gate refused the model, with the engine's own message",
     Status.UNDECIDED: "this machine cannot decide: a limit of the meta device (a tensor copied out of it) or a "
                       "kernel the installed wheel lacks here; the message names it",
+    Status.DEVICE_ERROR: "the accelerator failed with a sticky error (a device-side assert, an illegal address, a launch "
+                         "failure): the type that met it; its worker was retired and no other type's row carries it",
     Status.COMPILED: "compile check: one graph for every sequence length, output equal to eager (OK, like `build`)",
     Status.GRAPH_BREAK: "compile check: `torch.compile(fullgraph=True)` hit a graph break; extras say why and where",
     Status.RECOMPILED: "compile check (plain semantics): the second sequence length needed another graph",
@@ -114,7 +120,8 @@ DESCRIPTIONS: dict[Status, str] = {
 
 # The machine's fault, not the model's and not the phase's: kept whatever phase raised them
 # (a missing package is not a graph break), and no other tiny size would help.
-ENVIRONMENTAL = frozenset({Status.OOM, Status.MISSING_DEPENDENCY, Status.NEEDS_HUB, Status.UNDECIDED})
+ENVIRONMENTAL = frozenset({Status.OOM, Status.MISSING_DEPENDENCY, Status.NEEDS_HUB, Status.UNDECIDED,
+                           Status.DEVICE_ERROR})
 
 # Whose fault a row of each status is, where nothing more is known (a death row, a row written
 # without an exception): the start of the one fault rule, which `classify` refines from the
@@ -130,7 +137,7 @@ DEFAULT_FAULT: dict[Status, Fault] = {
     Status.MISMATCH: Fault.MODEL, Status.COMPILE_ERROR: Fault.MODEL,
     Status.MISSING_DEPENDENCY: Fault.ENVIRONMENT, Status.NEEDS_HUB: Fault.ENVIRONMENT,
     Status.TIMEOUT: Fault.ENVIRONMENT, Status.OOM: Fault.ENVIRONMENT, Status.CRASH: Fault.ENVIRONMENT,
-    Status.UNDECIDED: Fault.ENVIRONMENT,
+    Status.UNDECIDED: Fault.ENVIRONMENT, Status.DEVICE_ERROR: Fault.ENVIRONMENT,
     Status.AUDITOR_ERROR: Fault.AUDITOR,
 }
 
@@ -355,6 +362,8 @@ def _plain(exc: BaseException, engine_package: str = "") -> Failure:
 
 def _plain_status(exc: BaseException) -> Status:
     name = type(exc).__name__
+    if sticky_device_error(f"{name}: {exc}"):
+        return Status.DEVICE_ERROR
     text = f"{name}: {exc}".lower()
     if name in _OOM_TYPES or "out of memory" in text or "can't allocate memory" in text:
         return Status.OOM
@@ -365,6 +374,20 @@ def _plain_status(exc: BaseException) -> Status:
     if any(marker in text for marker in _UNDECIDABLE):
         return Status.UNDECIDED
     return Status.ERROR
+
+
+# The accelerator's errors that leave its process's context unusable: torch raises them as
+# `torch.AcceleratorError` (older releases: a RuntimeError with the same text), and every later
+# kernel of that process fails with the same error. c10's list of CUDA's asynchronous errors.
+_STICKY_DEVICE = re.compile(r"\bAcceleratorError\b|CUDA error: (?:device-side assert triggered|an illegal memory "
+                            r"access was encountered|unspecified launch failure|an illegal instruction was "
+                            r"encountered|misaligned address)")
+
+
+def sticky_device_error(message: str) -> bool:
+    """Whether `message` (a row's, or `Type: text` of an exception) is a sticky device error: the
+    process that met it can run nothing more on its device (auditor.executors.worker retires it)."""
+    return _STICKY_DEVICE.search(message) is not None
 
 
 def _names_missing_package(text: str) -> bool:

@@ -60,6 +60,7 @@ _LOOKS: dict[Status, tuple[str, str]] = {
     Status.TIMEOUT: ("#795548", "timeout"),
     Status.CRASH: ("#b71c1c", "crash"),
     Status.OOM: ("#880e4f", "oom"),
+    Status.DEVICE_ERROR: ("#4a148c", "device"),
     Status.UNDECIDED: ("#b0bec5", "undecided"),
     Status.SKIPPED: ("#e0e0e0", "skipped"),
     Status.AUDITOR_ERROR: ("#212121", "ours"),

@@ -1,7 +1,7 @@
 """The confirm step: failures the machine can cause are rerun before they are reported.
 
 After the sweep's own pass, the cells whose first row failed with a status the machine can cause
-(auditor.core.outcome.UNCONFIRMED: timeout, oom, crash, compile-error, mismatch) run again, their
+(auditor.core.outcome.UNCONFIRMED: timeout, oom, crash, compile-error, mismatch, device-error) run again, their
 model types in fresh workers (each `executor.run` starts workers of its own: the pool new
 processes, Ray new tasks), up to `--reruns` times, until one passes. A rerun's rows for those cells
 are marked with their attempt (`extras["rerun"]`) and appended as a unit of their own; the rerun's

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import auditor.engines as engines
+from auditor.core.outcome import UNCONFIRMED
 from auditor.core.results import RUN_ID_RULE
 
 DEFAULT_TIMEOUT = 300.0
@@ -168,8 +169,8 @@ OPTIONS: tuple[Option, ...] = (
            executor="local", spelled=Spelled.GIVEN,
            help="replace a worker after this many model types (default 0: never)"),
     Option("reruns", ("--reruns",), Kind.INT, group="execution", default=1, metavar="N", spelled=Spelled.ALWAYS,
-           help="rerun a cell that failed with a status the machine can cause (timeout, oom, crash, "
-                "compile-error, mismatch) up to N times in a fresh worker at the end of the sweep; one "
+           help="rerun a cell that failed with a status the machine can cause ("
+                + ", ".join(sorted(status.value for status in UNCONFIRMED)) + ") up to N times in a fresh worker at the end of the sweep; one "
                 "that passes is labelled flaky, both rows kept (default 1; 0: off)"),
     Option("online", ("--online",), Kind.SWITCH, group="execution", default=False, experiment="hub allowed",
            spelled=Spelled.GIVEN, help="allow the Hugging Face hub (default: offline, HF_HUB_OFFLINE=1)"),

@@ -42,7 +42,8 @@ def test_a_failure_the_machine_can_cause_is_flaky_when_a_rerun_passed():
         flaky = outcome(status, reruns=[Status.OOM, Status.BUILD])
         assert flaky is (Outcome.FLAKY if status in UNCONFIRMED else Outcome.FINDING), status
         assert outcome(status, reruns=[status]) is Outcome.FINDING, status
-    assert UNCONFIRMED == {Status.TIMEOUT, Status.OOM, Status.CRASH, Status.COMPILE_ERROR, Status.MISMATCH}
+    assert UNCONFIRMED == {Status.TIMEOUT, Status.OOM, Status.CRASH, Status.COMPILE_ERROR, Status.MISMATCH,
+                           Status.DEVICE_ERROR}
 
 
 def test_a_baseline_makes_a_failure_expected_but_not_a_flaky_one():
