@@ -4,6 +4,13 @@ Each worker imports torch and transformers once and then takes model types one b
 one. The pool yields one batch of results per model type, whatever happened to it:
 a hang becomes a `timeout` row, a dead process a `crash` row, a worker over the
 memory limit an `oom` row; the worker is replaced and the sweep goes on.
+
+A worker whose device broke (a sticky device error in a row, or a failed probe after a type:
+auditor.executors.worker.run_case) retires after that type; the pool waits for it to exit (its
+device memory freed) before a fresh worker starts, and what of the type ran in the broken context
+runs again there: the checks left unrun after the culprit's row, or the whole type when the probe
+found the device broken only after it (once; that rerun decides). No other type ever runs in a
+broken context, so no other type's row carries the culprit's error.
 """
 
 from __future__ import annotations
@@ -34,6 +41,11 @@ MEMORY_POLL_SECONDS = 0.25
 CHILDREN_SECONDS = 2.0
 START_TIMEOUT = 300.0
 MAX_FAILED_STARTS = 3
+# How long a retiring worker gets to exit on its own (freeing its device) before it is killed.
+RETIRE_SECONDS = 30.0
+# The extras key of a row computed again in a fresh worker because the first worker's device was
+# found broken after its type: the reason (auditor.executors.protocol.Retirement.why).
+RERUN_AFTER_KEY = "rerun_after"
 
 
 class PoolError(RuntimeError):
@@ -55,6 +67,17 @@ class PoolSettings:
     log_file: str = ""
 
 
+@dataclass(frozen=True)
+class _Task:
+    """A model type to run: all its checks, or (after a worker retired mid-type) those in `only`,
+    the rows already decided (`kept`) joining the ones it yields."""
+
+    case: ModelCase
+    only: tuple[str, ...] = ()
+    kept: tuple[Result, ...] = ()
+    rerun_after: str = ""  # why the whole type runs again (a device found broken after it); "": first run
+
+
 @dataclass
 class _Worker:
     name: str
@@ -62,6 +85,8 @@ class _Worker:
     conn: object
     ready: bool = False
     case: ModelCase | None = None
+    task: _Task | None = None
+    retirement: protocol.Retirement | None = None
     started: float = 0.0
     progress: TypeProgress = field(default_factory=TypeProgress)
     tasks: int = 0
@@ -91,7 +116,7 @@ class WorkerPool:
             self._workers = [self._spawn() for _ in range(max(1, min(self.settings.jobs, os.cpu_count() or 1)))]
 
     def run(self, cases: Sequence[ModelCase]) -> Iterator[list[Result]]:
-        pending = deque(cases)
+        pending = deque(_Task(case) for case in cases)
         jobs = max(1, min(self.settings.jobs, len(pending)))
         try:
             for surplus in self._workers[jobs:]:
@@ -100,7 +125,7 @@ class WorkerPool:
             self._workers += [self._spawn() for _ in range(jobs - len(self._workers))]
             while pending or any(w.case for w in self._workers):
                 self._assign(pending)
-                yield from self._collect()
+                yield from self._collect(pending)
                 yield from self._enforce_limits()
         finally:
             self.close()
@@ -155,14 +180,16 @@ class WorkerPool:
         child.close()
         return _Worker(name=name, process=process, conn=parent)
 
-    def _assign(self, pending: deque[ModelCase]) -> None:
+    def _assign(self, pending: deque[_Task]) -> None:
         for worker in self._workers:
             if worker.ready and worker.case is None and pending:
-                case = pending.popleft()
-                worker.case, worker.started, worker.progress = case, time.monotonic(), TypeProgress()
-                worker.conn.send(case)
+                task = pending.popleft()
+                worker.case, worker.task, worker.started = task.case, task, time.monotonic()
+                # The rows already decided count as received: a death's rows start after them.
+                worker.progress = TypeProgress(check=task.only[0] if task.only else "", results=list(task.kept))
+                worker.conn.send((task.case, task.only))
 
-    def _collect(self) -> Iterator[list[Result]]:
+    def _collect(self, pending: deque[_Task]) -> Iterator[list[Result]]:
         sources = [w.conn for w in self._workers] + [w.process.sentinel for w in self._workers]
         for source in wait(sources, timeout=POLL_SECONDS):
             worker = next(
@@ -171,13 +198,13 @@ class WorkerPool:
             if worker is None:
                 continue
             if source is worker.conn:
-                yield from self._drain(worker)
+                yield from self._drain(worker, pending)
             elif not worker.process.is_alive():
-                yield from self._drain(worker)  # messages sent just before it died
+                yield from self._drain(worker, pending)  # messages sent just before it died
                 if worker in self._workers:
                     yield from self._replace(worker, self._death_row(worker))
 
-    def _drain(self, worker: _Worker) -> Iterator[list[Result]]:
+    def _drain(self, worker: _Worker, pending: deque[_Task]) -> Iterator[list[Result]]:
         while worker in self._workers:
             try:
                 if not worker.conn.poll():
@@ -185,22 +212,43 @@ class WorkerPool:
                 message = worker.conn.recv()
             except (EOFError, OSError):
                 return
-            finished = self._handle(worker, message)
-            if finished is not None:
-                yield finished
-                if self._recycle_due(worker):
+            kind, payload = worker.progress.take(message)
+            if kind is MessageKind.READY:
+                worker.ready = True
+                self._failed_starts = 0
+            elif kind is MessageKind.RETIRE:
+                worker.retirement = protocol.Retirement.from_json(payload)
+            elif kind is MessageKind.DONE:
+                finished = self._finish(worker, pending)
+                if finished is not None:
+                    yield finished
+                if worker.retirement is not None:
+                    worker.process.join(RETIRE_SECONDS)  # the fresh worker starts once this one is gone
+                    yield from self._replace(worker, None)
+                elif self._recycle_due(worker):
                     yield from self._replace(worker, None)
 
-    def _handle(self, worker: _Worker, message: protocol.Message) -> list[Result] | None:
-        kind, _ = worker.progress.take(message)
-        if kind is MessageKind.READY:
-            worker.ready = True
-            self._failed_starts = 0
-        elif kind is MessageKind.DONE:
-            results, worker.case, worker.progress = worker.progress.results, None, TypeProgress()
-            worker.tasks += 1
+    def _finish(self, worker: _Worker, pending: deque[_Task]) -> list[Result] | None:
+        """The model type's rows, once it is done; None when part of it runs again first (its
+        worker retired): the checks it left unrun, or the whole type, put at the queue's front."""
+        task, retirement = worker.task, worker.retirement
+        assert task is not None
+        results, worker.case, worker.task, worker.progress = worker.progress.results, None, None, TypeProgress()
+        worker.tasks += 1
+        if task.rerun_after:
+            results = [*task.kept, *(replace(row, extras={**row.extras, RERUN_AFTER_KEY: task.rerun_after})
+                                     for row in results[len(task.kept):])]
+        if retirement is None:
             return results
-        return None
+        if retirement.rerun_all and not task.rerun_after:
+            why = (f"rerun in a fresh worker: the device of {worker.name}, which ran it first, failed its probe after it "
+                   f"({retirement.why})")
+            pending.appendleft(replace(task, rerun_after=why))
+            return None
+        if retirement.unrun and not retirement.rerun_all:
+            pending.appendleft(_Task(task.case, retirement.unrun, tuple(results)))
+            return None
+        return results
 
     def _recycle_due(self, worker: _Worker) -> bool:
         limit = self.settings.max_tasks_per_worker

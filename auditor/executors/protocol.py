@@ -26,6 +26,10 @@ class MessageKind(str, Enum):
     RESULT = "result"  # one row; payload: Result.to_json()
     DONE = "done"  # the model type is finished; payload: its name
     ERROR = "error"  # the task ended without finishing its model type; payload: why
+    # The worker takes no further model type: its device met a sticky error (auditor.core.status.
+    # sticky_device_error) or failed its health probe after this type. Sent before `done`;
+    # payload: a `Retirement.to_json()`.
+    RETIRE = "retire"
     # A Ray task's worker says what it runs, first (before its imports and any row): its
     # environment as a run's header records it (auditor.core.runinfo.environment); the driver
     # writes no row of a worker whose environment is not the header's. Payload: (worker, that dict).
@@ -61,6 +65,31 @@ def environment(worker: str, found: dict[str, str]) -> Message:
 
 def error(why: str) -> Message:
     return (MessageKind.ERROR.value, why)
+
+
+def retire(retirement: Retirement) -> Message:
+    return (MessageKind.RETIRE.value, retirement.to_json())
+
+
+@dataclass(frozen=True)
+class Retirement:
+    """Why a worker stops after its model type, and what of that type ran in a broken context.
+
+    `unrun`: the checks the worker did not run after the row that broke its device (the culprit's
+    row stands; these run again in a fresh worker). `rerun_all`: the device was found broken only
+    after the type (its health probe failed): every row of the type ran in a context found broken,
+    so the whole type runs again in a fresh worker, and that rerun decides."""
+
+    why: str
+    unrun: tuple[str, ...] = ()
+    rerun_all: bool = False
+
+    def to_json(self) -> dict:
+        return {"why": self.why, "unrun": list(self.unrun), "rerun_all": self.rerun_all}
+
+    @classmethod
+    def from_json(cls, data: dict) -> Retirement:
+        return cls(data["why"], tuple(data.get("unrun", ())), bool(data.get("rerun_all")))
 
 
 @dataclass

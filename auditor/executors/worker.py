@@ -15,7 +15,7 @@ from collections.abc import Iterator, Sequence
 from auditor.checks import CaseContext, Check, Options
 from auditor.core import heap
 from auditor.core.results import Result
-from auditor.core.status import classify
+from auditor.core.status import classify, message_of, sticky_device_error
 from auditor.executors import protocol
 from auditor.models.cases import ModelCase
 
@@ -40,11 +40,16 @@ def main(conn, name: str, plugins: Sequence[str], options: Options, log_file: st
     heap.settle()
     conn.send(protocol.ready(os.getpid()))
     while True:
-        case = conn.recv()
-        if case is None:
+        task = conn.recv()
+        if task is None:
             return
-        for message in run_case(case, selected, options, worker=name):
+        case, only = task
+        retired = False
+        for message in run_case(case, selected, options, worker=name, only=only):
             conn.send(message)
+            retired = retired or message[0] == protocol.MessageKind.RETIRE.value
+        if retired:  # its device can run nothing more: the pool starts a fresh worker once this one is gone
+            return
 
 
 def prepare(plugins: Sequence[str], options: Options) -> list[Check]:
@@ -87,22 +92,68 @@ def _write_output_to(log_file: str, name: str) -> None:
     faulthandler.enable(file=sys.stderr)
 
 
-def run_case(case: ModelCase, selected: Sequence[Check], options: Options, worker: str = "") -> Iterator[tuple]:
-    """Run every selected check on one model type; yields the messages for the driver."""
+def run_case(case: ModelCase, selected: Sequence[Check], options: Options, worker: str = "",
+             only: Sequence[str] = ()) -> Iterator[tuple]:
+    """Run the selected checks (those named in `only`, when given) on one model type; yields the
+    messages for the driver.
+
+    A row that carries a sticky device error (auditor.core.status.sticky_device_error) ends the
+    type here: its row stands, the checks after it are left unrun, and the worker retires (a
+    `retire` message before `done`). Otherwise, when a check ran models on a device, the device is
+    probed (`device_fault`); a probe that fails retires the worker too, and every row of the type
+    ran in a context found broken. PyTorch's test harness does the same after a failure
+    (synchronize, stop the process when that raises): a device-side assert leaves a CUDA context
+    in which every later kernel fails, and a worker that went on would record that failure as
+    every later type's."""
     import torch
 
     dtype = torch.get_default_dtype()
     context = CaseContext(case, options)
+    names = [check.name for check in selected if not only or check.name in only]
+    broken, ran = "", 0
     try:
         for check in selected:
+            if check.name not in names:
+                continue
+            ran += 1
             yield protocol.check_started(check.name)
             for result in run_check(check, case, context):
                 yield protocol.row(_stamped(result, worker))
+                broken = broken or (result.message if sticky_device_error(result.message) else "")
+            if broken:
+                break
     finally:
         del context
         torch.set_default_dtype(dtype)  # no state may leak into the next model type
+    if broken:
+        yield protocol.retire(protocol.Retirement(broken, unrun=tuple(names[ran:])))
+    elif any(check.runs_models for check in selected if check.name in names):
+        fault = device_fault(options.device)
+        if fault:
+            yield protocol.retire(protocol.Retirement(fault, rerun_all=True))
     yield protocol.done(case.model_type)
     heap.settle()  # the next type's collections skip what this one imported
+
+
+def device_fault(device: str) -> str:
+    """Why this process can run nothing more on `device`, or "": the probe PyTorch's harness runs
+    after a failure (synchronize), plus one small module's forward (an allocation, a kernel, and
+    what a model's layers go through). An error an earlier kernel left pending on CUDA surfaces
+    here, at the type that left it, rather than in the next type's first kernel. Not on meta."""
+    import torch
+
+    if device == "meta" or (device.startswith("cuda") and not torch.cuda.is_initialized()):
+        return ""
+    try:
+        if device.startswith("cuda"):
+            torch.cuda.synchronize()
+        probe = torch.nn.Linear(1, 1, device=device)
+        probe(torch.ones(1, 1, device=device)).sum().item()
+        if device.startswith("cuda"):
+            torch.cuda.synchronize()
+    except Exception as exc:  # whatever it is, the device is not fit for another type
+        return message_of(exc)
+    return ""
 
 
 def run_check(check: Check, case: ModelCase, context: CaseContext) -> Iterator[Result]:
