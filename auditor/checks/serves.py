@@ -3,7 +3,8 @@
 An engine picks how it serves a type (vLLM: its own native class where its registry has one,
 the Transformers backend otherwise, or nothing); the backend check asks only whether the
 Transformers backend would take it. This check asks the engine's whole answer
-(`Engine.serves`; vLLM's get_model with model_impl="auto", auditor/engines/vllm/native.py): one
+(`Engine.serves`; vLLM's get_model with model_impl="auto", auditor/engines/vllm/native.py;
+SGLang's own model loader with --model-impl transformers, auditor/engines/sglang/serving.py): one
 row per installed engine that has one, `serves/<engine>`: `build` with "servable: native X" or
 "servable: Transformers backend (X)", or where it stops, judged by the one fault rule; a limit
 of this machine (a meta-device copy, a kernel the wheel lacks) is `undecided`. Needs the engine:
@@ -12,6 +13,7 @@ selected by name (`--checks ...,serves`), refused before any work where no engin
 
 from __future__ import annotations
 
+import importlib.util
 import time
 from collections.abc import Iterator
 
@@ -28,10 +30,18 @@ def answering() -> tuple:
     return tuple(engine for engine in engines.all() if engine.serves is not None and engine.installed)
 
 
+def _required() -> tuple[str, ...]:
+    """The package the check needs: an installed engine with an answer of its own (vLLM's or
+    SGLang's, whichever is here), else the first such engine's, whose install hint the refusal gives."""
+    packages = list(dict.fromkeys(e.package for e in engines.all() if e.serves is not None))
+    here = [package for package in packages if importlib.util.find_spec(package) is not None]
+    return tuple((here or packages)[:1])
+
+
 @register
 class ServesCheck(Check):
     name = "serves"
-    requires = tuple(dict.fromkeys(e.package for e in engines.all() if e.serves is not None))[:1]
+    requires = _required()
 
     def failed_rows(self, case: ModelCase, options: Options, failure: Failure) -> list[Result]:
         """One row per answering engine, in the cells `run` fills (`serves/<engine>`): what a worker's

@@ -2,19 +2,20 @@
 (sglang/srt/models/transformers.py, chosen with `--model-impl transformers` or when SGLang has no
 native implementation; selected in sglang/srt/model_loader/utils.py). Its gates are emulated in
 gates.py and modules.py and computed by SGLang's own code in own.py (the `sglang` policy); the
-build it makes is build.py, the order it meets a model in meeting.py.
+build it makes is build.py, the order it meets a model in meeting.py; its whole answer (the
+`serves` check: SGLang's own model loader) serving.py, with the shims it needs here in shims.py.
 
 SGLang has no class compile decorator (it compiles the whole model, `torch.compile` with
 dynamo's guards kept), so the engine has no decorator policy: its own-code rows are selected
 by `own_policy`, and the checks that decorate leave that policy out. Its rows are
-`backend/sglang/<gate>`. Nothing here imports SGLang at import time: only own.py does, when called.
+`backend/sglang/<gate>`. Nothing here imports SGLang at import time: only own.py and serving.py do, when called.
 """
 
 from __future__ import annotations
 
 from auditor.engines.common import reads_attention
 from auditor.engines.interface import BuildSettings, CompileSemantics, Engine, Gate
-from auditor.engines.sglang import build, gates, meeting, modules, own, releases
+from auditor.engines.sglang import build, gates, meeting, modules, own, releases, serving
 
 ENGINE = Engine(
     name="sglang",
@@ -57,4 +58,10 @@ ENGINE = Engine(
     # (model_executor/runner/base_runner.py:545-556).
     compile=CompileSemantics("sglang", guards=True, lengths=(7, 13), encoder_sizes=(2, 3), positions=True,
                              gated=True),
+    # SGLang's whole answer: its own model loader on each type, as its server builds it with
+    # --model-impl transformers (serving.py), on the meta device, its import and one-process group
+    # made once per worker.
+    serves=serving.outcome,
+    shims=serving.shims_in_use,
+    warm_up=serving.warm_up,
 )

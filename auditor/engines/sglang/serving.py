@@ -1,0 +1,239 @@
+"""What SGLang really builds: its own model loader on each type, as its server does with
+`--model-impl transformers` (needs SGLang; on a machine without a GPU, SGLang's own switch
+`SGLANG_USE_CPU_ENGINE=1` and the shims of shims.py).
+
+The type's default config names its architecture as the backend's gates give it
+(gates.sglang_config: a checkpoint's `architectures[0]`, the AutoModel class for a default
+config) and is written to a temporary directory as `config.json`; then SGLang's own steps, in its
+server's order: `ServerArgs(model_impl="transformers", load_format="dummy", device="cpu")`,
+published as the process's runtime context; `ModelConfig.from_server_args`; `get_model_loader`
+(the dummy loader) and its `load_model`, which resolves the class (`get_model_architecture`,
+srt/model_loader/utils.py) and runs its `__init__` (`_initialize_model`, srt/model_loader/loader.py)
+on SGLang's parallel state: a one-process gloo group made once per worker (`warm_up`, by SGLang's
+own `_init_parallel_groups`, srt/distributed/bootstrap.py:304-345).
+
+The model is built on the meta device (shims `meta-device`, `dummy-weights`), so that a default
+config of billions of parameters costs no memory. Where the meta device itself stops SGLang's
+code (a tensor copied out of meta), the type's tiny config (auditor.models.tiny: the same classes,
+shrunk sizes) is built on the CPU with no shim but `sgl-kernel`, and taken only where it
+constructs (a stop of the tiny config could be the shrinking's): the row says so (extras
+`built_on`, `meta_limit`, or `tiny_on_cpu`).
+
+The verdict, judged by the one fault rule (auditor.core.status.classify at Phase.ENGINE, package
+`sglang`): `build` with "servable: Transformers backend (X)", or where it stopped, with SGLang's
+step (extras `step`: server args, model config, registry, constructor, weights) and the file:line
+of SGLang's frame that raised; `undecided` only for this machine's limits.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+import shutil
+import socket
+import tempfile
+import traceback
+from dataclasses import dataclass, field
+
+from auditor.core.status import Failure, Phase, Status, classify, message_of
+from auditor.engines.sglang import shims
+from auditor.engines.sglang.gates import sglang_config
+
+PACKAGE = "sglang"
+BACKEND = "Transformers backend"
+# SGLang's steps where a serves row can stop, in its order (the row's `step`).
+SETUP, SERVER_ARGS, MODEL_CONFIG, REGISTRY, CONSTRUCTOR, WEIGHTS = (
+    "setup", "server args", "model config", "registry", "constructor", "weights")
+TINY_ON_CPU = "cpu, from its tiny config (the meta device cannot finish it)"
+# Functions of SGLang's whose frame names the step (innermost wins), srt/model_loader/.
+_STEP_OF_FUNCTION = {"get_model_architecture": REGISTRY, "resolve_transformers_arch": REGISTRY,
+                     "_initialize_model": CONSTRUCTOR, "initialize_dummy_weights": WEIGHTS,
+                     "post_load_weights": WEIGHTS, "process_weights_after_loading": WEIGHTS}
+_MADE: set[str] = set()
+
+
+@dataclass(frozen=True)
+class Served:
+    """What SGLang's loader made of a type: `served` the class it built (failure None), or where
+    it stopped."""
+
+    architecture: str
+    served: str = ""
+    failure: Failure | None = None
+    step: str = ""
+    shims: tuple[str, ...] = ()
+    built_on: str = ""
+    meta_limit: str = ""
+    tiny_on_cpu: str = ""
+    notes: dict = field(default_factory=dict)
+
+    @property
+    def message(self) -> str:
+        return self.failure.message if self.failure is not None else f"servable: {BACKEND} ({self.served})"
+
+    def extras(self) -> dict:
+        found = {"architecture": self.architecture, "impl": BACKEND if self.served else "", "served": self.served,
+                 "step": self.step, "model_impl": "transformers", "shims": list(self.shims),
+                 "built_on": self.built_on, "meta_limit": self.meta_limit, "tiny_on_cpu": self.tiny_on_cpu}
+        if self.failure is not None:
+            found.update(self.failure.extras)
+        return {k: v for k, v in found.items() if v}
+
+
+def cpu_engine() -> None:
+    """SGLang's own switch for a machine without a GPU, set before SGLang is imported."""
+    import torch
+
+    if not torch.cuda.is_available():
+        os.environ.setdefault("SGLANG_USE_CPU_ENGINE", "1")
+
+
+def warm_up() -> None:
+    """SGLang imported as its loader imports it, once per worker before its first type (seconds),
+    and its one-process group made. Raises what SGLang raised (the first row reports it)."""
+    cpu_engine()
+    shims.sgl_kernel()
+    import sglang.srt.model_loader  # noqa: F401  (the loader's import chain)
+    import sglang.srt.models.transformers  # noqa: F401
+
+    process_group()
+
+
+def shims_in_use() -> dict[str, str]:
+    """The engine's `shims()`: those this process uses, and sgl-kernel where it would be used."""
+    cpu_engine()
+    shims.sgl_kernel()
+    return {**shims.in_use(), **{name: shims.NAMES[name] for name in (shims.META_DEVICE, shims.DUMMY_WEIGHTS)}}
+
+
+def process_group() -> None:
+    """SGLang's parallel state for one process on the CPU: its runtime context published for one
+    rank and its own `_init_parallel_groups` on a gloo group, once per process."""
+    if "process group" in _MADE:
+        return
+    from sglang.srt.distributed import bootstrap
+    from transformers import LlamaConfig
+
+    # ServerArgs reads a checkpoint's config.json; the groups depend on none of it (one rank).
+    directory = tempfile.mkdtemp(prefix="auditor-sglang-group-")
+    try:
+        LlamaConfig(num_hidden_layers=1, hidden_size=64, intermediate_size=128, num_attention_heads=4,
+                    num_key_value_heads=4, vocab_size=128, architectures=["LlamaForCausalLM"]).to_json_file(os.path.join(directory, "config.json"))
+        server_args = _publish(_server_args(directory))
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        bootstrap._init_parallel_groups(backend="gloo", dist_init_method=f"tcp://127.0.0.1:{port}",
+                                        server_args=server_args, gpu_id=0)
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+    _MADE.add("process group")
+
+
+def _server_args(directory: str):
+    from sglang.srt.server_args import ServerArgs
+
+    return ServerArgs(model_path=directory, device="cpu", load_format="dummy", model_impl="transformers",
+                      skip_tokenizer_init=True, dtype="float32", trust_remote_code=True)
+
+
+def _publish(server_args):
+    from sglang.srt.runtime_context import SpawnRanks, publish
+
+    publish(server_args, role="scheduler", ranks=SpawnRanks(world_rank=0, gpu_id=0))
+    return server_args
+
+
+def outcome(case, context) -> tuple[Status, str, dict] | Failure:
+    """The engine's `serves` (auditor.engines.interface.Engine): `serve` on the case's config."""
+    served = serve(context.config(), case.model_type)
+    if served.failure is None:
+        return Status.BUILD, served.message, served.extras()
+    return dataclasses.replace(served.failure, extras=served.extras())
+
+
+def serve(config, model_type: str) -> Served:
+    """SGLang's loader on `config` (see the module's docstring): on meta, else its tiny config on the CPU."""
+    own = sglang_config(config, model_type)
+    if own is None:
+        return Served("", failure=Failure.because(Status.SKIPPED, "no architecture: transformers maps this type "
+                                                                  "to no model class"))
+    served = _serve(own, meta=True)
+    if not _meta_limit(served):
+        return served
+    from auditor.models.tiny import ShrinkError, shrink
+
+    try:
+        tiny = sglang_config(shrink(config), model_type)
+    except ShrinkError as exc:
+        return dataclasses.replace(served, tiny_on_cpu=f"not tried: {exc}")
+    cpu = _serve(tiny, meta=False)
+    if cpu.failure is None:
+        return dataclasses.replace(cpu, built_on=TINY_ON_CPU, meta_limit=served.message)
+    return dataclasses.replace(served, tiny_on_cpu=f"{cpu.step or 'failed'}: {cpu.message}")
+
+
+def _meta_limit(served: Served) -> bool:
+    """Whether the meta device, not SGLang, stopped it."""
+    if served.failure is None or served.step == SETUP:
+        return False
+    return served.failure.status is Status.UNDECIDED or "meta" in served.failure.message.lower()
+
+
+def _serve(config, meta: bool) -> Served:
+    arch = config.architectures[0]
+    used = tuple(sorted(shims.in_use()))
+    try:
+        cpu_engine()
+        shims.sgl_kernel()
+        process_group()
+    except Exception as exc:
+        return Served(arch, failure=_environment(f"SGLang's parallel state: {message_of(exc)}"), step=SETUP, shims=used)
+    directory = tempfile.mkdtemp(prefix="auditor-sglang-")
+    step = SERVER_ARGS
+    try:
+        config.to_json_file(os.path.join(directory, "config.json"))
+        from sglang.srt.configs.device_config import DeviceConfig
+        from sglang.srt.configs.load_config import LoadConfig
+        from sglang.srt.configs.model_config import ModelConfig
+        from sglang.srt.model_loader import get_model_loader
+
+        server_args = _publish(_server_args(directory))
+        step = MODEL_CONFIG
+        model_config = ModelConfig.from_server_args(server_args)
+        step = REGISTRY
+        loader = get_model_loader(LoadConfig(load_format="dummy"), model_config)
+        device_config = DeviceConfig(device="cpu")
+        with shims.on_meta() if meta else contextlib.nullcontext() as device:
+            if meta:
+                device_config.device = device  # DeviceConfig refuses "meta" (shim `meta-device`)
+                used = tuple(sorted({*used, shims.META_DEVICE, shims.DUMMY_WEIGHTS}))
+            model = loader.load_model(model_config=model_config, device_config=device_config)
+        return Served(arch, type(model).__name__, shims=used)
+    except Exception as exc:
+        failure = classify(exc, Phase.ENGINE, engine_package=PACKAGE)
+        return Served(arch, failure=failure, step=step_of(exc, step), shims=used)
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+        with contextlib.suppress(Exception):
+            import gc
+
+            gc.collect()
+
+
+def step_of(exc: BaseException, reached: str) -> str:
+    """SGLang's step `exc` was raised in: the innermost of its loader's functions in the
+    traceback, else the step the caller had reached (`reached`)."""
+    step = ""
+    for frame in traceback.extract_tb(exc.__traceback__):
+        step = _STEP_OF_FUNCTION.get(frame.name, step)
+    return step or reached
+
+
+def _environment(text: str) -> Failure:
+    from auditor.core.fault import Fault
+    from auditor.core.status import signature_of
+
+    message = f"environment limit ({text})"
+    return Failure(Status.UNDECIDED, message, signature_of(message), Fault.ENVIRONMENT)
