@@ -1,4 +1,4 @@
-"""nox sessions: the sweep per Python version, the merged report, the nightly history,
+"""nox sessions: the sweep per Python version, the merged report, the nightly history, the atlas,
 the two sides of `auditor upgrade-check`, the vLLM sweep, tests, the docs and lint.
 
 Environment variables (all optional):
@@ -17,6 +17,8 @@ Environment variables (all optional):
                         (`auditor baseline`; default expected/, a missing file: no baseline)
   AUDITOR_EXTRAS        the project's extras in the upgrade_check venvs, e.g. "[ray]" (set by
                         `auditor versions --executor ray`; default none)
+  AUDITOR_ATLAS         the atlas the `atlas` session adds the night's runs to, carried from
+                        night to night (default reports/atlas/; its site in site/)
 
 A Python version without an interpreter is skipped, not failed; interpreters installed with
 pyenv are found even when pyenv has not put them on PATH.
@@ -31,6 +33,7 @@ import sys
 from pathlib import Path
 
 import nox
+import nox.virtualenv
 from nox.command import CommandFailed
 
 ROOT = Path(__file__).resolve().parent
@@ -196,6 +199,22 @@ def _gate(session: nox.Session, tonight: Path, before: Path | None, python: str)
         with open(summary, "a", encoding="utf-8") as out:
             out.write(f"\n## {python}\n\n" + (tonight / "gate.md").read_text(encoding="utf-8"))
     return passed
+
+
+@nox.session(python=MAIN_PYTHON, reuse_venv=True)
+def atlas(session: nox.Session) -> None:
+    """The night's runs into the atlas carried from night to night ($AUDITOR_ATLAS, default
+    reports/atlas/), its site rendered into its site/ (what the nightly publishes to Pages): each
+    reports/<run-id>/py3.X/ is added with `auditor atlas --add`, or the run folders given after
+    `--`. `nox -s atlas --no-venv --no-install -- RUN...` runs it on this interpreter."""
+    runs = session.posargs or sorted(str(p) for p in (REPORTS / _run_id(session)).glob("py3.*")
+                                     if (p / "results.jsonl").is_file())
+    if not runs:
+        session.error(f"no sweeps in {REPORTS / _run_id(session)}/py3.*/ (set AUDITOR_RUN_ID, or name run folders)")
+    if not isinstance(session.virtualenv, nox.virtualenv.PassthroughEnv):
+        _install(session, "[atlas]")
+    directory = Path(os.environ.get("AUDITOR_ATLAS") or REPORTS / "atlas")
+    session.run("auditor", "atlas", str(directory), "--add", *runs)
 
 
 def _releases(engine: str) -> list[str]:
