@@ -147,3 +147,25 @@ def test_the_verdict_pages_commands_are_ones_auditor_takes():
     for command in commands:
         args = build_parser().parse_args(shlex.split(command)[1:])
         assert args.handler is not None, command
+
+
+@pytest.mark.skipif(importlib.util.find_spec("mkdocs") is None, reason="needs the [docs] extra (mkdocs)")
+def test_code_in_the_sites_tables_is_never_broken_inside_a_word(tmp_path, page):
+    """docs/stylesheets/extra.css: on a narrow screen a code span of a table cell (`backend/registry`)
+    moves whole to the next line or widens its column (the table scrolls), never splits inside a
+    word (`backend/registr` `y`); a break after a hyphen is a line's ordinary place to break."""
+    site = tmp_path / "site"
+    proc = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--no-strict", "--site-dir", str(site)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    page.set_viewport_size({"width": 700, "height": 900})
+    broken, checked = {}, 0
+    for name in ("reference/checks", "reference/commands", "checks/compile", "outputs/csv"):
+        page.goto((site / name / "index.html").as_uri())
+        broken[name] = page.eval_on_selector_all(
+            "td code, th code",
+            "codes => codes.filter(c => !/[\\s-]/.test(c.textContent) && c.getClientRects().length > 1)"
+            ".map(c => c.textContent)")
+        checked += page.eval_on_selector_all("td code", "codes => codes.length")
+    assert checked > 100
+    assert broken == {name: [] for name in broken}
