@@ -288,9 +288,22 @@ def nox_sessions():
     path = Path(__file__).resolve().parents[2] / "noxfile.py"
     spec = importlib.util.spec_from_file_location("noxfile_for_docs", path)
     module = importlib.util.module_from_spec(spec)
-    nox.registry.reset()  # loading the noxfile again registers its sessions again
-    spec.loader.exec_module(module)
-    return dict(nox.registry.get()), module.__doc__ or ""
+    # The sessions as a fresh `nox --list` sees them, in its order, whatever this process loaded
+    # before: an empty registry, and the noxfiles the noxfile imports (upgrade-check's sides)
+    # imported again; the process's registry and modules are put back after.
+    saved = nox.registry.get()
+    imported = {name: m for name, m in sys.modules.items() if Path(getattr(m, "__file__", None) or "").name == "noxfile.py"}
+    nox.registry.reset()
+    for name in imported:
+        del sys.modules[name]
+    try:
+        spec.loader.exec_module(module)
+        sessions = nox.registry.get()
+    finally:
+        nox.registry.reset()
+        nox.registry._REGISTRY.update(saved)
+        sys.modules.update(imported)
+    return sessions, module.__doc__ or ""
 
 
 def nox_page() -> str:
