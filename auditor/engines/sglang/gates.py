@@ -44,13 +44,33 @@ ATTN_IMPL = "sglang"  # transformers.py:326 (registered), 617 (set)
 
 def sglang_config(config, model_type: str):
     """A copy of `config` naming the architecture a checkpoint would (SGLang's getters patch the
-    config they read: hf_common.py:519-544), or None where there is none."""
+    config they read: hf_common.py:519-544), with the head dim ModelConfig derives, or None where
+    there is none."""
     arch = architecture(config, model_type)  # funnel's two AutoModel classes: the first
     if not arch:
         return None
     config = copy.deepcopy(config)
     config.architectures = [arch]
+    _derive_head_dim(config, arch)
     return config
+
+
+# model_config.py:156-164
+_PURE_SSM_ARCHS = ("Mamba2ForCausalLM", "FalconMambaForCausalLM", "MambaForCausalLM")
+
+
+def _derive_head_dim(config, arch: str) -> None:
+    """ModelConfig._derive_model_shapes (model_config.py:1341-1350), run by ModelConfig.__init__
+    (:885) before any model is built: a text config whose `head_dim` is missing or None gets
+    `hidden_size // num_attention_heads`, written into it, and TransformersBase reads that
+    (mixtral's default config has `head_dim=None`: SGLang's own loader serves it). Where the config
+    lacks those, SGLang's ModelConfig raises; the gates that read them stop there instead."""
+    try:
+        text = text_config(config)
+        if getattr(text, "head_dim", None) is None and arch not in _PURE_SSM_ARCHS:
+            text.head_dim = text.hidden_size // text.num_attention_heads
+    except Exception:  # noqa: BLE001 - ModelConfig's failure: the registry and attention gates say it
+        return
 
 
 # Where get_hf_text_config reads `num_attention_heads` globally (SGLang 0.5.23).

@@ -8,9 +8,22 @@ srt/utils/hf_transformers/common.py), copy the record, change what changed, say 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from auditor.engines.interface import EngineRelease
 
-V0_5_23 = EngineRelease(
+
+@dataclass(frozen=True, kw_only=True)
+class SglangRelease(EngineRelease):
+    """`shims`: the environment shims (shims.py) this release's own construction needs where this
+    machine lacks what it asks (a machine without a GPU: `sgl-kernel`; every machine: the meta
+    device's two); `loader`: file:line of the steps of its own model loader the serves rows name."""
+
+    shims: tuple[str, ...] = ()
+    loader: tuple[tuple[str, str], ...] = ()
+
+
+V0_5_23 = SglangRelease(
     version="0.5.23",
     engine="SGLang",
     package="sglang",
@@ -52,6 +65,15 @@ V0_5_23 = EngineRelease(
         "sliding_window": "srt/models/transformers.py:914-916",
         "attention per layer": "srt/models/transformers.py:945-948",
     },
+    # SGLang pins both (its metadata): its own venv has them, and the serves rows are built there.
+    tested_transformers="5.19.0",
+    shims=("sgl-kernel", "meta-device", "dummy-weights"),
+    loader=(("server args", "srt/server_args.py:231 (ServerArgs)"),
+            ("model config", "srt/configs/model_config.py:924-983 (ModelConfig.from_server_args)"),
+            ("registry", "srt/model_loader/utils.py:111-239 (resolve_transformers_arch, get_model_architecture)"),
+            ("constructor", "srt/model_loader/loader.py:285-312 (_initialize_model)"),
+            ("weights", "srt/model_loader/loader.py:1493-1532 (DummyModelLoader.load_model after the constructor)"),
+            ("parallel state", "srt/distributed/bootstrap.py:304-345 (_init_parallel_groups, gloo, one rank)")),
 )
 
 RELEASES: tuple[EngineRelease, ...] = (V0_5_23,)

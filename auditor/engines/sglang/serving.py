@@ -21,8 +21,9 @@ constructs (a stop of the tiny config could be the shrinking's): the row says so
 
 The verdict, judged by the one fault rule (auditor.core.status.classify at Phase.ENGINE, package
 `sglang`): `build` with "servable: Transformers backend (X)", or where it stopped, with SGLang's
-step (extras `step`: server args, model config, registry, constructor, weights) and the file:line
-of SGLang's frame that raised; `undecided` only for this machine's limits.
+step (extras `step`: parallel state, server args, model config, registry, constructor, weights;
+`step_at`: where the release record has it) and the file:line of SGLang's frame that raised;
+`undecided` only for this machine's limits.
 """
 
 from __future__ import annotations
@@ -39,12 +40,13 @@ from dataclasses import dataclass, field
 from auditor.core.status import Failure, Phase, Status, classify, message_of
 from auditor.engines.sglang import shims
 from auditor.engines.sglang.gates import sglang_config
+from auditor.engines.sglang.releases import RELEASE
 
 PACKAGE = "sglang"
 BACKEND = "Transformers backend"
 # SGLang's steps where a serves row can stop, in its order (the row's `step`).
 SETUP, SERVER_ARGS, MODEL_CONFIG, REGISTRY, CONSTRUCTOR, WEIGHTS = (
-    "setup", "server args", "model config", "registry", "constructor", "weights")
+    "parallel state", "server args", "model config", "registry", "constructor", "weights")
 TINY_ON_CPU = "cpu, from its tiny config (the meta device cannot finish it)"
 # Functions of SGLang's whose frame names the step (innermost wins), srt/model_loader/.
 _STEP_OF_FUNCTION = {"get_model_architecture": REGISTRY, "resolve_transformers_arch": REGISTRY,
@@ -74,7 +76,8 @@ class Served:
 
     def extras(self) -> dict:
         found = {"architecture": self.architecture, "impl": BACKEND if self.served else "", "served": self.served,
-                 "step": self.step, "model_impl": "transformers", "shims": list(self.shims),
+                 "step": self.step, "step_at": _cited(self.step),
+                 "model_impl": "transformers", "shims": list(self.shims),
                  "built_on": self.built_on, "meta_limit": self.meta_limit, "tiny_on_cpu": self.tiny_on_cpu}
         if self.failure is not None:
             found.update(self.failure.extras)
@@ -101,10 +104,12 @@ def warm_up() -> None:
 
 
 def shims_in_use() -> dict[str, str]:
-    """The engine's `shims()`: those this process uses, and sgl-kernel where it would be used."""
+    """The engine's `shims()`: of those the release record names, the meta device's two (every
+    build) and sgl-kernel where the real one does not import here."""
     cpu_engine()
     shims.sgl_kernel()
-    return {**shims.in_use(), **{name: shims.NAMES[name] for name in (shims.META_DEVICE, shims.DUMMY_WEIGHTS)}}
+    found = {**shims.in_use(), **{name: shims.NAMES[name] for name in (shims.META_DEVICE, shims.DUMMY_WEIGHTS)}}
+    return {name: text for name, text in found.items() if name in RELEASE.shims}
 
 
 def process_group() -> None:
@@ -178,7 +183,8 @@ def _meta_limit(served: Served) -> bool:
     """Whether the meta device, not SGLang, stopped it."""
     if served.failure is None or served.step == SETUP:
         return False
-    return served.failure.status is Status.UNDECIDED or "meta" in served.failure.message.lower()
+    message = served.failure.message.lower()
+    return served.failure.status is Status.UNDECIDED or "meta tensor" in message or "meta device" in message
 
 
 def _serve(config, meta: bool) -> Served:
@@ -237,3 +243,9 @@ def _environment(text: str) -> Failure:
 
     message = f"environment limit ({text})"
     return Failure(Status.UNDECIDED, message, signature_of(message), Fault.ENVIRONMENT)
+
+
+def _cited(step: str) -> str:
+    """Where the release record has SGLang's `step`: "sglang/srt/model_loader/loader.py:285-312 (...)"."""
+    at = dict(RELEASE.loader).get(step, "")
+    return f"{RELEASE.package}/{at}" if at else ""

@@ -123,9 +123,9 @@ def in_use() -> dict[str, str]:
 def on_meta() -> Iterator[object]:
     """The `meta-device` and `dummy-weights` shims for the block; yields the device config's
     device to give the loader (`torch.device("meta")`)."""
-    import torch
     import sglang.srt.model_loader.loader as loader
     import sglang.srt.models.transformers as backend
+    import torch
 
     fill = loader.initialize_dummy_weights
     device = backend.get_device
