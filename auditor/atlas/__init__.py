@@ -12,5 +12,6 @@ site rendered from that database alone (DIR/site/).
     store.py   the database: its schema (the documented `verdicts` view), runs in, runs read back
     derive.py  verdicts and changes per release, by report/serve.py and report/changes.py's one rule
     grid.py    running a plan: sweeps, imports, the derived tables, the site written
+    cluster.py with --executor ray: each run one Ray task, its venv made on its node, the run sent back
     site.py    the site's pages from the database, pure (templates/atlas_*.j2)
 """
