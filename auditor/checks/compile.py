@@ -55,7 +55,7 @@ from auditor.checks import register
 from auditor.checks.interface import CaseContext, Check, Options
 from auditor.core.fault import Fault
 from auditor.core.results import Result
-from auditor.core.status import Failure, Status, classify
+from auditor.core.status import Failure, Phase, Status, classify
 from auditor.engines.interface import Engine
 from auditor.models.cases import ModelCase
 
@@ -73,19 +73,21 @@ class CompileCheck(Check):
             yield from self.failed_rows(case, options, plain)
             return
         tiny = None  # the tiny model, built when a variant first needs it, or why it cannot be
+        dtype = None  # (its dtype, how --dtype auto resolved it), when a variant first needs it
         for policy, own in variants(options):
             start = time.perf_counter()
             stop = None
             if semantics.gated and not options.compile_ungated:
                 stop = engine_stop(engines.get(semantics.name), case, context, own)
             if stop is None:
-                tiny = tiny or _tiny_model(case, context)
+                dtype = dtype or _dtype(case, context)
+                tiny = tiny or (dtype if isinstance(dtype, Failure) else _tiny_model(case, context, dtype[0]))
                 stop = (tiny, {}) if isinstance(tiny, Failure) else None
             if stop is not None:
                 yield self._row(case, options, policy, stop[0], stop[1], start)
                 continue
             for component in _components(tiny.model, options.compile_encoders):
-                yield _trial(case, self.name, tiny, component, options, semantics, policy, own)
+                yield _trial(case, self.name, tiny, component, options, semantics, policy, own, dtype)
 
     def failed_rows(self, case: ModelCase, options: Options, failure: Failure) -> list[Result]:
         # Without a model there are no components to find: the decoder stands for them all.
@@ -110,7 +112,18 @@ def variants(options: Options) -> tuple[tuple[str, bool], ...]:
     return tuple((policy or options.compile_policy, own) for policy, own in engine.variants(options.policies))
 
 
-def _tiny_model(case: ModelCase, context: CaseContext):
+def _dtype(case: ModelCase, context: CaseContext) -> tuple[str, str] | Failure:
+    """The dtype the tiny model is built in (auditor.checks.tiny.model_dtype), or the Failure of a
+    compile row when resolving --dtype auto failed (in the engine's rule, transcribed: the engine's)."""
+    from auditor.checks.tiny import model_dtype
+
+    try:
+        return model_dtype(case, context)
+    except Exception as exc:
+        return classify(exc, Phase.ENGINE)
+
+
+def _tiny_model(case: ModelCase, context: CaseContext, dtype: str = "float32"):
     """The case's tiny model (auditor.models.tiny.TinyModel), or the Failure of a compile row that
     says why there is none."""
     from auditor.checks.tiny import build_device
@@ -118,7 +131,7 @@ def _tiny_model(case: ModelCase, context: CaseContext):
 
     try:
         return tiny_model(context.config(), build_device(context.options.device),
-                          trust_remote_code=bool(case.remote_code))
+                          trust_remote_code=bool(case.remote_code), dtype=dtype)
     except ShrinkError as exc:
         return Failure.because(Status.SKIPPED, f"cannot shrink: {exc}")
     except Exception as exc:  # the tiny check's finding; here only what no other size would fix
@@ -158,7 +171,7 @@ def _components(model, encoders: bool):
 
 
 def _trial(case: ModelCase, check: str, tiny, component, options: Options, semantics, policy: str,
-           own: bool) -> Result:
+           own: bool, dtype: tuple[str, str] = ("float32", "")) -> Result:
     """Build, run and compile one component; every outcome is a row."""
     import torch
 
@@ -168,7 +181,7 @@ def _trial(case: ModelCase, check: str, tiny, component, options: Options, seman
     try:
         compiler = engine_compiler(engines.get(semantics.name), options) if own else None
         outcome = compile_component(tiny.config, component, options, semantics,
-                                    trust_remote_code=bool(case.remote_code), compiler=compiler)
+                                    trust_remote_code=bool(case.remote_code), compiler=compiler, dtype=dtype[0])
     except Exception as exc:  # the harness's own failure still ends as a row
         failure = classify(exc)
         outcome = CompileOutcome(failure.status, failure.message, failure.signature)
@@ -176,7 +189,8 @@ def _trial(case: ModelCase, check: str, tiny, component, options: Options, seman
         torch._dynamo.reset()  # the engine's graph keeps no guards: never let it serve the next variant
     extras: dict[str, Any] = {"semantics": semantics.name, "class": component.cls.__name__,
                               "tiny_parameters": tiny.parameters,
-                              "backend": options.backend, "device": options.device, **outcome.extras}
+                              "backend": options.backend, "device": options.device, "dtype": dtype[0],
+                              **({"dtype_rule": dtype[1]} if dtype[1] else {}), **outcome.extras}
     return Result(case.model_type, check, outcome.status, component=component.name, policy=policy,
                   message=outcome.message or component.cls.__name__, signature=outcome.signature,
                   seconds=time.perf_counter() - start, extras=extras)

@@ -80,9 +80,9 @@ def engine_compiler(engine, options) -> Compiler:
 
 
 def compile_component(config, component, options, semantics, trust_remote_code: bool = False,
-                      compiler: Compiler | None = None) -> CompileOutcome:
+                      compiler: Compiler | None = None, dtype: str = "float32") -> CompileOutcome:
     """The compile outcome of `component` (auditor.models.components.Component) of `config`'s tiny
-    model, compiled by `compiler` (default: the project's decorator, project_compiler)."""
+    model built in `dtype`, compiled by `compiler` (default: the project's decorator, project_compiler)."""
     from auditor.engines.decorating import DecorateError, decorated
     from auditor.models.tiny import build_tiny
 
@@ -90,7 +90,7 @@ def compile_component(config, component, options, semantics, trust_remote_code: 
     try:
         with compiler.context(), decorated(component.cls, compiler.decorator, component.dynamic_arg_dims):
             try:
-                model = build_tiny(config, options.device, trust_remote_code=trust_remote_code)
+                model = build_tiny(config, options.device, trust_remote_code=trust_remote_code, dtype=dtype)
             except Exception as exc:
                 failure = classify(exc, Phase.DECORATED, decorator_files=compiler.decorator.source_files())
                 return CompileOutcome(failure.status, failure.message, failure.signature)
@@ -120,6 +120,7 @@ class _Trial:
             call, ways = self._feeds()
         except CannotFeed as exc:
             return self._outcome(Status.SKIPPED, f"cannot feed it: {exc}")
+        ways = _in_dtype(ways, getattr(self.model, "dtype", torch.float32))
         instances = [m for m in self.model.modules() if isinstance(m, self.component.cls)]
         _without_cache(self.model.config)
         with torch.no_grad(), self._attention() as opaque:
@@ -309,6 +310,17 @@ def tolerance_for(dtype) -> tuple[float, float]:
 
     return {torch.float16: (1e-2, 1e-2), torch.bfloat16: (2e-2, 2e-2),
             torch.float64: (1e-7, 1e-6)}.get(dtype, (1e-4, 1e-3))
+
+
+def _in_dtype(ways: list[list[dict]], dtype) -> list[list[dict]]:
+    """The feeds with their floating tensors (pixel values, audio features) in the model's dtype, as
+    a serving engine's processor hands them to a half-precision model; unchanged in float32."""
+    import torch
+
+    if dtype == torch.float32:
+        return ways
+    return [[{name: value.to(dtype) if isinstance(value, torch.Tensor) and value.is_floating_point() else value
+              for name, value in feed.items()} for feed in feeds] for feeds in ways]
 
 
 def _tensors(output: Any):

@@ -35,6 +35,9 @@ class Options:
     # Where the checks that run models (tiny, compile) run them; build and decorate stay on meta.
     device: str = "cpu"
     backend: str = "aot_eager"  # torch.compile backend of the compile check
+    # The dtype the checks that run models build them in: a torch dtype's name, or "auto" (per type,
+    # as the followed engine resolves dtype="auto": auditor.engines.model_dtype).
+    dtype: str = "float32"
     compile_encoders: bool = False  # the compile check also compiles encoder components
     compile_policy: str = "fixed"  # the decorator policy the compile check builds under
     # How the compile check compiles: an engine's way (auditor.engines.compile_semantics) or "plain".

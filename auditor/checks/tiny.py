@@ -35,7 +35,7 @@ class TinyCheck(Check):
         extras = {"default_parameters": model_facts(context.model())["parameters"]}
         try:
             tiny = tiny_model(context.config(), build_device(context.options.device),
-                              trust_remote_code=bool(case.remote_code))
+                              trust_remote_code=bool(case.remote_code), dtype=model_dtype(case, context)[0])
         except ShrinkError as exc:
             yield Result(case.model_type, self.name, Status.SKIPPED, message=f"cannot shrink: {exc}",
                          seconds=time.perf_counter() - start, extras=extras)
@@ -46,9 +46,20 @@ class TinyCheck(Check):
                          signature=failure.signature, seconds=time.perf_counter() - start, extras=extras)
             return
         name = type(tiny.model).__name__
+        extras["dtype"] = str(tiny.model.dtype).removeprefix("torch.")
         yield Result(case.model_type, self.name, Status.BUILD, message=name, seconds=time.perf_counter() - start,
                      extras={**extras, "model_class": name, "tiny_parameters": tiny.parameters,
                              "tiny_layers": tiny.sizes.layers})
+
+
+def model_dtype(case: ModelCase, context: CaseContext) -> tuple[str, str]:
+    """The dtype the checks that run models build this type in under --dtype, and how "auto" was
+    resolved ("" when given): auditor.engines.model_dtype."""
+    from auditor import engines
+
+    options = context.options
+    return engines.model_dtype(options.dtype, options.compile_semantics, case.model_type, context.config(),
+                               build_device(options.device))
 
 
 def build_device(device: str) -> str:

@@ -98,6 +98,19 @@ def semantics_engine(name: str) -> Engine | None:
     return None if name == PLAIN.name else get(name)
 
 
+def model_dtype(dtype: str, semantics: str, model_type: str, config, device: str) -> tuple[str, str]:
+    """The dtype (a torch dtype's name) a check that runs models builds `model_type` in under
+    `--dtype dtype`, and how "auto" was resolved ("" when it was given): as the engine whose
+    compile semantics the sweep follows resolves dtype="auto" (the first engine's for `plain`, or
+    for an engine with no record of it)."""
+    if dtype != "auto":
+        return dtype, ""
+    engine = semantics_engine(semantics)
+    if engine is None or engine.auto_dtype is None:
+        engine = get(_FOLDERS[0])
+    return engine.auto_dtype(model_type, config, device)
+
+
 def semantics_names() -> tuple[str, ...]:
     return (*_FOLDERS, PLAIN.name)
 

@@ -302,6 +302,10 @@ class Engine:
     # code (`runs_own_code`), so that no type's --timeout pays for it. Idempotent steps the own-code
     # functions make again where it could not; what it raises is met, and reported, by their rows.
     warm_up: Callable[[], None] | None = None
+    # How the engine resolves dtype="auto" for a model (transcribed from its followed release):
+    # `auto_dtype(model_type, config, device)` -> (torch dtype's name, the release and file:lines
+    # of the rule). None: the engine has no record of it (--dtype auto follows the first engine).
+    auto_dtype: Callable[[str, Any, str], tuple[str, str]] | None = None
 
     @property
     def installed(self) -> bool:

@@ -27,6 +27,8 @@ from auditor.core.results import RUN_ID_RULE
 
 DEFAULT_TIMEOUT = 300.0
 DEFAULT_CHECKS = ("build", "decorate", "pickle", "backend")
+# --dtype's spellings: torch's names of the floating dtypes a serving engine runs models in.
+DTYPES = ("auto", "float32", "bfloat16", "float16")
 DEFAULT_POLICIES = ("legacy", "fixed", "fixed-no-config-skip")
 
 
@@ -129,6 +131,12 @@ OPTIONS: tuple[Option, ...] = (
     Option("backend", ("--backend",), Kind.TEXT, group="checks", experiment="backend", spelled=Spelled.ALWAYS,
            help="torch.compile backend of the compile check: inductor, aot_eager, eager, ... "
                 "(default: inductor on cuda, aot_eager on cpu)"),
+    Option("dtype", ("--dtype",), Kind.TEXT, group="checks", choices=DTYPES, experiment="dtype",
+           spelled=Spelled.ALWAYS,
+           help="the dtype the checks that run models (tiny, compile) build them in; 'auto' resolves per type "
+                "as the followed engine release resolves dtype='auto' (the config's dtype, float32 downcast to "
+                "the device's preferred one; the rule is named on each row) (default: auto on cuda, float32 "
+                "on cpu)"),
     Option("compile_encoders", ("--compile-encoders",), Kind.SWITCH, group="checks", default=False,
            experiment="encoders compiled", spelled=Spelled.GIVEN,
            help="the compile check also compiles each encoder component (image, video, audio)"),

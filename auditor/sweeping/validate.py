@@ -47,9 +47,10 @@ def validate(request: SweepRequest) -> SweepPlan:
                       compile_policy=_compile_policy(request.compile_policy),
                       compile_semantics=_compile_semantics(request.compile_semantics))
     device, backend = _device(request.device, request.backend, runners, "compile" in names)
-    request = replace(request, device=device, backend=backend)
+    dtype = request.dtype or ("auto" if device == "cuda" else "float32")
+    request = replace(request, device=device, backend=backend, dtype=dtype)
     options = Options(policies=request.policies, checks=names, plugins=request.plugins,
-                      shared_policy_build=not request.build_per_policy, device=device, backend=backend,
+                      shared_policy_build=not request.build_per_policy, device=device, backend=backend, dtype=dtype,
                       compile_encoders=request.compile_encoders, compile_policy=request.compile_policy,
                       compile_semantics=request.compile_semantics, compile_ungated=request.compile_ungated)
     settings = PoolSettings(

@@ -67,7 +67,7 @@ def test_a_stop_and_the_gates_it_leaves_unreached_are_one_change_of_one_type(nig
     assert [c.model_type for c in sglang.lost] == ["llama"] and not sglang.gained and not sglang.new_types
     lost = sglang.lost[0]
     assert lost.why == f"now stops at backend/sglang/tp-plan: {STOP}" and lost.fault == "engine"
-    assert lost.repro == "auditor sweep --models llama --checks backend --device meta --backend aot_eager"
+    assert lost.repro == "auditor sweep --models llama --checks backend --device meta --backend aot_eager --dtype float32"
     assert set(lost.folded) == {"backend/sglang/tp-plan", "backend/sglang/attention", "backend/sglang/vocab-embed",
                                 "backend/sglang/compile-compatible"}
     assert found.new_findings == () and found.folded == 4  # the stop is the type's change, not cells of its own

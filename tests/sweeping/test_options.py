@@ -122,7 +122,7 @@ def test_the_resume_command_gives_back_the_request(executor, tmp_path):
 
 
 def test_the_resume_command_spells_defaults_that_must_hold(tmp_path):
-    words = shlex.split(command_line(SweepRequest(device="meta", backend="aot_eager"), tmp_path))
+    words = shlex.split(command_line(SweepRequest(device="meta", backend="aot_eager", dtype="float32"), tmp_path))
     for option in OPTIONS:
         if option.spelled is Spelled.ALWAYS and option.executor in ("", "local"):
             assert option.flag in words, option.flag

@@ -76,9 +76,9 @@ def test_the_end_of_the_sweep_says_what_changed_since_the_run_before(swept):
     new, again = lines[since + 1], lines[since + 2]  # no backend check: no engine verdicts to compare
     assert new.startswith("  new: auditor_missing build: build -> missing-dependency: ") and new.endswith(
         "(fault: environment)"), new
-    # The run's header recorded what changes a cell, as the sweep resolved it (device, backend).
+    # The run's header recorded what changes a cell, as the sweep resolved it (device, backend, dtype).
     assert again == (f"    again: auditor sweep --models auditor_missing --checks build --plugin {TROUBLEMAKERS} "
-                     "--device meta --backend aot_eager")
+                     "--device meta --backend aot_eager --dtype float32")
     assert lines[since + 3] == f"  every change: see {reports / THIS / 'report.html'}"
     assert f"warning: not comparing with {BROKEN}" in proc.stderr
     assert OTHER not in proc.stderr and ONE_OFF not in proc.stderr

@@ -16,6 +16,7 @@ from auditor.engines.vllm import (
     attention,
     build,
     config,
+    dtype,
     gates,
     meeting,
     native,
@@ -77,4 +78,5 @@ ENGINE = Engine(
     serves=native.outcome,
     shims=shims.needed,
     warm_up=preparation.warm_up,
+    auto_dtype=dtype.auto_dtype,
 )

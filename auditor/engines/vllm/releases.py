@@ -110,6 +110,10 @@ V0_33_0 = VllmRelease(
         "Base._vocab_embeddings sizes": "model_executor/models/transformers/base.py:456-463",
         "replace_linear_class style": "model_executor/models/transformers/utils.py:128-129",
         "_iter_rope_parameters": "transformers_utils/config.py:690-699 (is_rope_parameters_nested: 222-230)",
+        "resolve_auto_dtype": "config/model.py:2423-2464 (_FLOAT16_NOT_SUPPORTED_MODELS: 2398-2403)",
+        "get_torch_dtype": "transformers_utils/model_arch_config_convertor.py:201-239",
+        "supported_dtypes: cuda": "platforms/cuda.py:257-266",
+        "supported_dtypes: cpu": "platforms/cpu.py:117-137",
         "wrapper": "compilation/wrapper.py (TorchCompileWithNoGuardsWrapper)",
     },
 )
@@ -147,6 +151,8 @@ V0_34_0 = VllmRelease(
                                 "QuickGELU take torch.ops._C.gelu_* in __init__ on a CPU; forward_cpu calls it on "
                                 "POWERPC only: 581-584, 613-616, 646-649)",
         "kernels": "platforms/cpu.py:663-699 (import_kernels: vllm._C, which the CUDA wheel does not ship)",
+        "resolve_auto_dtype": "config/model.py:2467-2508 (_FLOAT16_NOT_SUPPORTED_MODELS: 2442-2447)",
+        "supported_dtypes: cuda": "platforms/cuda.py:298-307",
     },
     changes=(
         "transformers requirement <5.21.0 -> <5.23.0",

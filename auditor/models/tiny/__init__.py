@@ -53,7 +53,7 @@ class TinyModel:
 
 
 def tiny_model(config, device: str = "cpu", variants: tuple[Sizes, ...] = VARIANTS,
-               trust_remote_code: bool = False) -> TinyModel:
+               trust_remote_code: bool = False, dtype: str = "float32") -> TinyModel:
     """The first variant of `config` that shrinks and builds on `device`.
 
     Raises the first build failure (ShrinkError when no variant even shrinks); a missing
@@ -62,14 +62,14 @@ def tiny_model(config, device: str = "cpu", variants: tuple[Sizes, ...] = VARIAN
     failures: list[Exception] = []
     for sizes in variants:
         try:
-            tiny = _attempt(config, sizes, device, trust_remote_code)
+            tiny = _attempt(config, sizes, device, trust_remote_code, dtype)
         except (ShrinkError, _BuildFailure) as exc:
             failures.append(exc)
             continue
         if tiny.parameters > PARAMETER_BUDGET:
             try:
                 narrow = _attempt(config, dataclasses.replace(sizes, stage_width=NARROW.stage_width), device,
-                                  trust_remote_code)
+                                  trust_remote_code, dtype)
             except (ShrinkError, _BuildFailure):
                 narrow = None
             if narrow is not None and narrow.parameters < tiny.parameters:
@@ -83,18 +83,21 @@ class _BuildFailure(Exception):
     """A tiny config that does not build (the model's exception is the cause)."""
 
 
-def _attempt(config, sizes: Sizes, device: str, trust_remote_code: bool) -> TinyModel:
+def _attempt(config, sizes: Sizes, device: str, trust_remote_code: bool, dtype: str) -> TinyModel:
     config_ = shrink(config, sizes)
     try:
-        return TinyModel(config_, build_tiny(config_, device, trust_remote_code=trust_remote_code), sizes)
+        return TinyModel(config_, build_tiny(config_, device, trust_remote_code=trust_remote_code, dtype=dtype),
+                         sizes)
     except Exception as exc:
         if classify(exc).environmental:  # a missing package, memory, the hub: no size helps
             raise
         raise _BuildFailure() from exc
 
 
-def build_tiny(config, device: str = "cpu", seed: int = 0, trust_remote_code: bool = False):
-    """`AutoModel.from_config(config)` in float32 on `device`, seeded, in eval mode.
+def build_tiny(config, device: str = "cpu", seed: int = 0, trust_remote_code: bool = False,
+               dtype: str = "float32"):
+    """`AutoModel.from_config(config)` in `dtype` (a torch dtype's name) on `device`, seeded, in
+    eval mode.
 
     `trust_remote_code` only for a `--remote-code` directory's config, as in meta.build_on_meta.
     """
@@ -104,7 +107,7 @@ def build_tiny(config, device: str = "cpu", seed: int = 0, trust_remote_code: bo
     torch.manual_seed(seed)
     with torch.device(device):
         extra = {"trust_remote_code": True} if trust_remote_code else {}
-        model = AutoModel.from_config(config, dtype=torch.float32, **extra)
+        model = AutoModel.from_config(config, dtype=getattr(torch, dtype), **extra)
     return model.eval()
 
 
