@@ -89,9 +89,13 @@ class Cluster:
                 pass
 
     def stop(self) -> None:
+        import shutil
+
         for name in reversed(list(self.nodes)):
             self.kill(name)
         time.sleep(0.5)
+        for temp in self.nodes.values():  # the nodes' sessions and logs
+            shutil.rmtree(temp, ignore_errors=True)
 
     def __enter__(self) -> Cluster:
         return self
