@@ -136,21 +136,19 @@ def run_case(case: ModelCase, selected: Sequence[Check], options: Options, worke
 
 
 def device_fault(device: str) -> str:
-    """Why this process can run nothing more on `device`, or "": the probe PyTorch's harness runs
-    after a failure (synchronize), plus one small module's forward (an allocation, a kernel, and
-    what a model's layers go through). An error an earlier kernel left pending on CUDA surfaces
-    here, at the type that left it, rather than in the next type's first kernel. Not on meta."""
+    """Why this process can run nothing more on `device`, or "": one small module's forward there
+    (an allocation, a kernel, and the hooks a model's layers go through) read back to the host,
+    which waits for every kernel queued before it, as the `torch.cuda.synchronize()` of PyTorch's
+    harness does after a failure: an error an earlier kernel left pending on CUDA surfaces here, at
+    the type that left it, rather than in the next type's first kernel. The same code on every
+    device; nothing to probe on meta."""
     import torch
 
-    if device == "meta" or (device.startswith("cuda") and not torch.cuda.is_initialized()):
+    if device == "meta":
         return ""
     try:
-        if device.startswith("cuda"):
-            torch.cuda.synchronize()
         probe = torch.nn.Linear(1, 1, device=device)
         probe(torch.ones(1, 1, device=device)).sum().item()
-        if device.startswith("cuda"):
-            torch.cuda.synchronize()
     except Exception as exc:  # whatever it is, the device is not fit for another type
         return message_of(exc)
     return ""
