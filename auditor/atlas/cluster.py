@@ -35,6 +35,7 @@ from auditor.core.results import Run
 
 POLL_SECONDS = 1.0
 LOG_TAIL = 4000  # characters of a failed step's output in the error
+STALE_SECONDS = 24 * 3600  # a node's run folder left that long ago is a killed run's
 # What a node's run must not inherit from the Ray worker that starts it: the venv is the run's
 # environment, whatever the worker's Python has on its path.
 _NOT_INHERITED = ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "PYTHONSTARTUP")
@@ -171,7 +172,7 @@ def sweep_on_node(order: RunOrder) -> dict[str, bytes]:
     env = {**dict(setup.env), "AUDITOR_SIDE_PYTHON": order.python}
     policies = runner.engine_policies(setup, None)  # with an engine, its own policy too (as `sweep --engine`)
     flags = [*order.flags, *(side_flags(policies=policies) if policies else ())]
-    work = Path(tempfile.mkdtemp(prefix="auditor-atlas-"))
+    work = Path(tempfile.mkdtemp(prefix="run-", dir=_work_home()))
     try:
         outdir = work / order.slug
         install, sweep = release_steps(parse_transformers(order.release, work), outdir=outdir,
@@ -184,6 +185,18 @@ def sweep_on_node(order: RunOrder) -> dict[str, bytes]:
         return {path.name: path.read_bytes() for path in outdir.iterdir() if path.is_file()}
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def _work_home() -> Path:
+    """Where a node's runs are swept before they are sent back: its temporary folder's
+    auditor-atlas/, rid of what a run killed with its worker left there over a day ago."""
+    home = Path(tempfile.gettempdir()) / "auditor-atlas"
+    home.mkdir(exist_ok=True)
+    for left in home.iterdir():
+        with contextlib.suppress(OSError):
+            if time.time() - left.stat().st_mtime > STALE_SECONDS:
+                shutil.rmtree(left, ignore_errors=True)
+    return home
 
 
 def _run(step, log: Path) -> None:
