@@ -21,7 +21,10 @@ pytestmark = pytest.mark.skipif(importlib.util.find_spec("sglang") is None,
                                 reason="SGLang is not installed: its own loader needs it (scripts/install_sglang.sh "
                                        "makes its venv; the nox session `sglang` runs these tests)")
 
-TYPES = ("llama", "mixtral", "bloom", "olmoe", "qwen2_vl")
+# gemma3n_text last: SGLang registers a class of its own for it with transformers' AutoModel when
+# its model registry is imported (at the first type's construction), which must not reach the
+# worker's later plain builds. One worker, in this order.
+TYPES = ("llama", "mixtral", "bloom", "olmoe", "qwen2_vl", "gemma3n_text")
 
 
 @pytest.fixture(scope="module")
@@ -30,7 +33,7 @@ def swept(tmp_path_factory):
 
     out = tmp_path_factory.mktemp("sglang") / "run"
     done = run_auditor("sweep", "--engine", f"sglang=={version('sglang')}", "--models", ",".join(TYPES),
-                       "--checks", "build,backend,serves", "-o", str(out), "--jobs", "2")
+                       "--checks", "build,backend,serves", "-o", str(out), "--jobs", "1")
     assert done.returncode in (0, 1), done.stderr[-3000:]
     header, rows = read_rows(out)
     serves = {row["model_type"]: row for row in rows if row["check"] == "serves" and row["component"] == "sglang"}
@@ -42,7 +45,8 @@ def test_every_type_is_decided_by_sglangs_own_loader(swept):
     _, serves, verdicts, _ = swept
     assert set(serves) == set(TYPES)
     assert {t: verdicts[t]["serve/sglang/verdict"] for t in TYPES} == {
-        "llama": "servable", "mixtral": "servable", "qwen2_vl": "servable", "bloom": "stops", "olmoe": "stops"}
+        "llama": "servable", "mixtral": "servable", "qwen2_vl": "servable", "bloom": "stops", "olmoe": "stops",
+        "gemma3n_text": "stops"}
     assert serves["llama"]["message"] == "servable: Transformers backend (TransformersForCausalLM)"
     assert serves["mixtral"]["message"] == "servable: Transformers backend (TransformersMoEForCausalLM)"
     assert serves["qwen2_vl"]["message"] == "servable: Transformers backend (TransformersMultiModalForCausalLM)"
@@ -59,6 +63,17 @@ def test_a_stop_names_sglangs_step_and_its_file_and_line(swept):
     assert "sglang/srt/models/transformers.py:" in olmoe["message"]
 
 
+def test_sglangs_own_classes_stay_in_its_builds(swept):
+    """gemma3n_text: SGLang's loader builds SGLang's own Gemma3nForCausalLM inside the Transformers
+    backend (its registration, in force while SGLang builds) and stops there; the worker's plain
+    build of the same type, after that, is transformers' class."""
+    _, serves, _, out = swept
+    assert "sglang/srt/models/transformers.py:" in serves["gemma3n_text"]["message"]
+    _, rows = read_rows(out)
+    [build] = [r for r in rows if r["model_type"] == "gemma3n_text" and r["check"] == "build" and not r["component"]]
+    assert build["status"] == "build" and build["extras"]["model_class"] == "Gemma3nTextModel"
+
+
 def test_built_on_meta_under_named_shims(swept):
     header, serves, _, _ = swept
     [engine] = [e for e in header["run"]["engines"] if e["name"] == "sglang"]
@@ -69,14 +84,18 @@ def test_built_on_meta_under_named_shims(swept):
         assert not row["extras"].get("built_on")  # none of these needed the CPU fallback
 
 
-def test_sglangs_own_verdict_agrees_with_the_emulated_gates(swept):
-    """The emulation's backend rows stop bloom and olmoe where SGLang's constructor stops them."""
+def test_sglangs_own_verdict_agrees_with_the_emulated_gates_or_the_record_says_why(swept):
+    """The emulation's backend rows stop bloom and olmoe where SGLang's constructor stops them;
+    gemma3n_text, which the emulation passes, is in the release record's `differs`, with why."""
+    from auditor.engines.sglang.releases import RELEASE
+
     _, _, _, out = swept
     _, rows = read_rows(out)
     stopped = {row["model_type"]: row["component"] for row in rows if row["check"] == "backend"
                and not row["policy"] and row["status"] == "unsupported" and row["component"] != "sglang/pp-plan"
                and row["component"].startswith("sglang/")}
     assert stopped == {"bloom": "sglang/attention-backend", "olmoe": "sglang/tp-plan"}
+    assert "gemma3n_text" in dict(RELEASE.differs)
 
 
 def test_the_summary_reads_sglangs_own_answer(swept):

@@ -17,10 +17,13 @@ from auditor.engines.interface import EngineRelease
 class SglangRelease(EngineRelease):
     """`shims`: the environment shims (shims.py) this release's own construction needs where this
     machine lacks what it asks (a machine without a GPU: `sgl-kernel`; every machine: the meta
-    device's two); `loader`: file:line of the steps of its own model loader the serves rows name."""
+    device's two); `loader`: file:line of the steps of its own model loader the serves rows name;
+    `differs`: (model type, why) where SGLang's own construction (serves/sglang) and the emulated
+    gates give the type different verdicts, each with its reason: what the emulation does not copy."""
 
     shims: tuple[str, ...] = ()
     loader: tuple[tuple[str, str], ...] = ()
+    differs: tuple[tuple[str, str], ...] = ()
 
 
 V0_5_23 = SglangRelease(
@@ -74,6 +77,31 @@ V0_5_23 = SglangRelease(
             ("constructor", "srt/model_loader/loader.py:285-312 (_initialize_model)"),
             ("weights", "srt/model_loader/loader.py:1493-1532 (DummyModelLoader.load_model after the constructor)"),
             ("parallel state", "srt/distributed/bootstrap.py:304-345 (_init_parallel_groups, gloo, one rank)")),
+    # Measured with transformers 5.19.0 over every type (BENCHMARKS.md): SGLang's own loader against
+    # the emulated gates; the emulation does not copy these.
+    differs=(
+        ("deepseek_v4", "SGLang reads the config with a config class of its own (srt/utils/hf_transformers/"
+                        "common.py:284-320), which transformers' AutoModel does not map: TransformersBase's "
+                        "AutoModel.from_config raises; the emulation reads transformers' config"),
+        ("kimi_k25", "the same: SGLang's own KimiK25Config (srt/configs/kimi_k25.py), which AutoModel does not map"),
+        ("hy_v4", "SGLang reads the config with its own HYV4Config (srt/configs/hy_v4.py), whose plan names no "
+                  "'mla_kv_a_proj' style: it serves it; the emulation reads transformers' config and stops at tp-plan"),
+        ("gemma4", "SGLang's config loader flattens the per-layer head_dim and num_key_value_heads of the Gemma4 "
+                   "family (_apply_gemma4_attention_overrides, srt/utils/hf_transformers/config.py:66-140), so its "
+                   "constructor reads them globally and passes; the emulation stops at attention"),
+        ("embedding_gemma2", "the same Gemma4-family flattening (config.py:66-140)"),
+        ("gemma3n_text", "SGLang registers its own Gemma3nForCausalLM with AutoModel (srt/models/gemma3n_causal.py:"
+                         "1016), so TransformersBase builds SGLang's class, whose parameters carry weight attributes "
+                         "its init_on_device_without_buffers cannot pass on (transformers.py:178); the emulation "
+                         "builds transformers' class"),
+        ("gemma3n", "the same registration: its text model is SGLang's Gemma3nForCausalLM"),
+        ("ernie4_5_vl_moe", "SGLang's FusedMoE layer divides moe_intermediate_size, a list in this config "
+                            "(srt/layers/moe/fused_moe_triton/layer.py:427); the emulation's MoE replacement builds "
+                            "no FusedMoE sizes"),
+        ("granitemoehybrid", "its default config written as config.json and read back, as SGLang reads a "
+                             "checkpoint, lacks layers_block_type under transformers 5.19.0, and the model's own "
+                             "__init__ raises; the emulation builds from the config in memory"),
+    ),
 )
 
 RELEASES: tuple[EngineRelease, ...] = (V0_5_23,)

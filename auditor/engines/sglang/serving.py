@@ -53,6 +53,10 @@ _STEP_OF_FUNCTION = {"get_model_architecture": REGISTRY, "resolve_transformers_a
                      "_initialize_model": CONSTRUCTOR, "initialize_dummy_weights": WEIGHTS,
                      "post_load_weights": WEIGHTS, "process_weights_after_loading": WEIGHTS}
 _MADE: set[str] = set()
+# What SGLang's modules registered with transformers' auto classes (mapping id -> {key: value}):
+# applied while SGLang builds, taken away after (registrations_scoped).
+_REGISTERED: dict[int, dict] = {}
+_MISSING = object()
 
 
 @dataclass(frozen=True)
@@ -97,10 +101,11 @@ def warm_up() -> None:
     and its one-process group made. Raises what SGLang raised (the first row reports it)."""
     cpu_engine()
     shims.sgl_kernel()
-    import sglang.srt.model_loader  # noqa: F401  (the loader's import chain)
-    import sglang.srt.models.transformers  # noqa: F401
+    with registrations_scoped():
+        import sglang.srt.model_loader  # noqa: F401  (the loader's import chain)
+        import sglang.srt.models.transformers  # noqa: F401
 
-    process_group()
+        process_group()
 
 
 def shims_in_use() -> dict[str, str]:
@@ -193,25 +198,26 @@ def _serve(config, meta: bool) -> Served:
     try:
         cpu_engine()
         shims.sgl_kernel()
-        process_group()
+        with registrations_scoped():
+            process_group()
     except Exception as exc:
         return Served(arch, failure=_environment(f"SGLang's parallel state: {message_of(exc)}"), step=SETUP, shims=used)
     directory = tempfile.mkdtemp(prefix="auditor-sglang-")
     step = SERVER_ARGS
     try:
         config.to_json_file(os.path.join(directory, "config.json"))
-        from sglang.srt.configs.device_config import DeviceConfig
-        from sglang.srt.configs.load_config import LoadConfig
-        from sglang.srt.configs.model_config import ModelConfig
-        from sglang.srt.model_loader import get_model_loader
+        with registrations_scoped(), shims.on_meta() if meta else contextlib.nullcontext() as device:
+            from sglang.srt.configs.device_config import DeviceConfig
+            from sglang.srt.configs.load_config import LoadConfig
+            from sglang.srt.configs.model_config import ModelConfig
+            from sglang.srt.model_loader import get_model_loader
 
-        server_args = _publish(_server_args(directory))
-        step = MODEL_CONFIG
-        model_config = ModelConfig.from_server_args(server_args)
-        step = REGISTRY
-        loader = get_model_loader(LoadConfig(load_format="dummy"), model_config)
-        device_config = DeviceConfig(device="cpu")
-        with shims.on_meta() if meta else contextlib.nullcontext() as device:
+            server_args = _publish(_server_args(directory))
+            step = MODEL_CONFIG
+            model_config = ModelConfig.from_server_args(server_args)
+            step = REGISTRY
+            loader = get_model_loader(LoadConfig(load_format="dummy"), model_config)
+            device_config = DeviceConfig(device="cpu")
             if meta:
                 device_config.device = device  # DeviceConfig refuses "meta" (shim `meta-device`)
                 used = tuple(sorted({*used, shims.META_DEVICE, shims.DUMMY_WEIGHTS}))
@@ -249,3 +255,35 @@ def _cited(step: str) -> str:
     """Where the release record has SGLang's `step`: "sglang/srt/model_loader/loader.py:285-312 (...)"."""
     at = dict(RELEASE.loader).get(step, "")
     return f"{RELEASE.package}/{at}" if at else ""
+
+
+def _auto_mappings() -> list:
+    """transformers' auto registries: its config mapping and every model class mapping."""
+    from transformers.models.auto import configuration_auto, modeling_auto
+
+    return [configuration_auto.CONFIG_MAPPING,
+            *(value for value in vars(modeling_auto).values() if hasattr(value, "_extra_content")
+              and type(value).__name__ == "_LazyAutoMapping")]
+
+
+@contextlib.contextmanager
+def registrations_scoped():
+    """SGLang's registrations with transformers' auto classes in force only in the block. SGLang's
+    modules register classes of their own when imported (`AutoModel.register(Gemma3nTextConfig,
+    Gemma3nForCausalLM)`, srt/models/gemma3n_causal.py:1016; its config classes,
+    srt/utils/hf_transformers/common.py:284-320): in SGLang's server they are in force, so its
+    loader builds with them; in a worker they would turn every later plain build of those types
+    (the build, backend and compile checks') into SGLang's. Kept here (`_REGISTERED`), put back
+    around each of SGLang's builds, taken away after."""
+    mappings = _auto_mappings()
+    before = [dict(m._extra_content) for m in mappings]
+    for mapping in mappings:
+        mapping._extra_content.update(_REGISTERED.get(id(mapping), {}))
+    try:
+        yield
+    finally:
+        for mapping, saved in zip(mappings, before, strict=True):
+            added = {k: v for k, v in mapping._extra_content.items() if saved.get(k, _MISSING) is not v}
+            _REGISTERED.setdefault(id(mapping), {}).update(added)
+            mapping._extra_content.clear()
+            mapping._extra_content.update(saved)
