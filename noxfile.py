@@ -248,14 +248,19 @@ def vllm(session: nox.Session, release: str) -> None:
 @nox.session(python=MAIN_PYTHON, reuse_venv=True)
 @nox.parametrize("release", _releases("sglang"))
 def sglang(session: nox.Session, release: str) -> None:
-    """The tests of SGLang's own gate functions; the backend check's SGLang gates by SGLang's own code
-    next to the emulation over every type, into reports/<run-id>/sglang/; then `auditor agree`
-    (fails on any disagreement)."""
-    # SGLang pins its own torch and transformers (sglang 0.5.23: torch 2.14.1, transformers 5.19.0).
+    """The tests of SGLang's own code (tests/engines/SGLANG_TESTS: its gate functions, its own model
+    loader); SGLang's whole answer (`serves`) and the backend check's SGLang gates by SGLang's own
+    code next to the emulation over every type, into reports/<run-id>/sglang-<release>/; then
+    `auditor agree` (fails on any disagreement)."""
+    # SGLang pins its own torch and transformers (its release record: 0.5.23 pins torch 2.14.1 and
+    # transformers 5.19.0); the record's torch first, as scripts/install_sglang.sh does.
+    from auditor.engines.sglang.releases import RELEASES
+
+    session.install(f"torch{next(r.torch for r in RELEASES if r.version == release)}")
     session.install("--upgrade", "-e", ".[test]", f"sglang=={release}")
-    session.run("python", "-m", "pytest", "-q", "tests/engines/test_sglang_own.py")
+    session.run("python", "-m", "pytest", "-q", *Path("tests/engines/SGLANG_TESTS").read_text().split())
     out = REPORTS / _run_id(session) / f"sglang-{release}"
-    session.run("auditor", "sweep", "--checks", "backend", "--policies", "fixed,sglang",
+    session.run("auditor", "sweep", "--checks", "build,backend,serves", "--policies", "fixed,sglang",
                 "-o", str(out), "--overwrite", "--label", f"sglang {release}", *session.posargs)
     session.run("auditor", "agree", str(out), "--policies", "fixed,sglang")
 

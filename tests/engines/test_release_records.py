@@ -87,6 +87,6 @@ def test_ci_installs_the_release_the_records_name(copy):
     assert _run(copy, "scripts/engine_release.py", "vllm").split() == [FAKE, "5.25.0"]
     # .ci/run and the install script name no release: they ask the records
     versions = {"0.33.0", "0.34.0", "0.5.23"}
-    for script in (ROOT / ".ci" / "run", ROOT / "scripts" / "install_vllm.sh"):
+    for script in (ROOT / ".ci" / "run", ROOT / "scripts" / "install_vllm.sh", ROOT / "scripts" / "install_sglang.sh"):
         code = [line for line in script.read_text(encoding="utf-8").splitlines() if not line.lstrip().startswith("#")]
         assert not [line for line in code if any(v in line for v in versions)], script

@@ -60,7 +60,7 @@ _MISSING = object()
 
 
 @dataclass(frozen=True)
-class Served:
+class SglangBuild:
     """What SGLang's loader made of a type: `served` the class it built (failure None), or where
     it stopped."""
 
@@ -163,11 +163,11 @@ def outcome(case, context) -> tuple[Status, str, dict] | Failure:
     return dataclasses.replace(served.failure, extras=served.extras())
 
 
-def serve(config, model_type: str) -> Served:
+def serve(config, model_type: str) -> SglangBuild:
     """SGLang's loader on `config` (see the module's docstring): on meta, else its tiny config on the CPU."""
     own = sglang_config(config, model_type)
     if own is None:
-        return Served("", failure=Failure.because(Status.SKIPPED, "no architecture: transformers maps this type "
+        return SglangBuild("", failure=Failure.because(Status.SKIPPED, "no architecture: transformers maps this type "
                                                                   "to no model class"))
     served = _serve(own, meta=True)
     if not _meta_limit(served):
@@ -184,7 +184,7 @@ def serve(config, model_type: str) -> Served:
     return dataclasses.replace(served, tiny_on_cpu=f"{cpu.step or 'failed'}: {cpu.message}")
 
 
-def _meta_limit(served: Served) -> bool:
+def _meta_limit(served: SglangBuild) -> bool:
     """Whether the meta device, not SGLang, stopped it."""
     if served.failure is None or served.step == SETUP:
         return False
@@ -192,7 +192,7 @@ def _meta_limit(served: Served) -> bool:
     return served.failure.status is Status.UNDECIDED or "meta tensor" in message or "meta device" in message
 
 
-def _serve(config, meta: bool) -> Served:
+def _serve(config, meta: bool) -> SglangBuild:
     arch = config.architectures[0]
     used = tuple(sorted(shims.in_use()))
     try:
@@ -201,7 +201,7 @@ def _serve(config, meta: bool) -> Served:
         with registrations_scoped():
             process_group()
     except Exception as exc:
-        return Served(arch, failure=_environment(f"SGLang's parallel state: {message_of(exc)}"), step=SETUP, shims=used)
+        return SglangBuild(arch, failure=_environment(f"SGLang's parallel state: {message_of(exc)}"), step=SETUP, shims=used)
     directory = tempfile.mkdtemp(prefix="auditor-sglang-")
     step = SERVER_ARGS
     try:
@@ -222,10 +222,10 @@ def _serve(config, meta: bool) -> Served:
                 device_config.device = device  # DeviceConfig refuses "meta" (shim `meta-device`)
                 used = tuple(sorted({*used, shims.META_DEVICE, shims.DUMMY_WEIGHTS}))
             model = loader.load_model(model_config=model_config, device_config=device_config)
-        return Served(arch, type(model).__name__, shims=used)
+        return SglangBuild(arch, type(model).__name__, shims=used)
     except Exception as exc:
         failure = classify(exc, Phase.ENGINE, engine_package=PACKAGE)
-        return Served(arch, failure=failure, step=step_of(exc, step), shims=used)
+        return SglangBuild(arch, failure=failure, step=step_of(exc, step), shims=used)
     finally:
         shutil.rmtree(directory, ignore_errors=True)
         with contextlib.suppress(Exception):
