@@ -84,6 +84,11 @@ V0_5_23 = SglangRelease(
                         "common.py:284-320), which transformers' AutoModel does not map: TransformersBase's "
                         "AutoModel.from_config raises; the emulation reads transformers' config"),
         ("kimi_k25", "the same: SGLang's own KimiK25Config (srt/configs/kimi_k25.py), which AutoModel does not map"),
+        ("qwen3_asr", "SGLang reads the config with its own class (srt/configs/qwen3_asr.py, in _CONFIG_REGISTRY, "
+                      "common.py:117-233), which leaves a sub-config a dict: AutoModel.from_config raises on it"),
+        ("zaya", "SGLang reads the config with its own ZayaConfig (srt/configs/zaya.py), on which "
+                 "can_enable_torch_compile raises (transformers.py:87, a float where it reads .get): SGLang stops "
+                 "at compile-compatible; the emulation reads transformers' config and passes"),
         ("hy_v4", "SGLang reads the config with its own HYV4Config (srt/configs/hy_v4.py), whose plan names no "
                   "'mla_kv_a_proj' style: it serves it; the emulation reads transformers' config and stops at tp-plan"),
         ("gemma4", "SGLang's config loader flattens the per-layer head_dim and num_key_value_heads of the Gemma4 "
