@@ -24,8 +24,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from auditor.core.outcome import ALONE_KEY, RERUN_KEY, judge
-from auditor.core.results import Result, ResultsWriter, read_run
+from auditor.core.results import Result, read_run
 from auditor.core.status import Status
+from auditor.core.writing import ResultsWriter
 from auditor.models.cases import ModelCase
 from auditor.sweeping.events import SweepEvents
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 from pathlib import Path
 
-from auditor.core.results import ResultsWriter
+from auditor.core.writing import ResultsWriter
 from auditor.sweeping.events import SweepEvents
 from auditor.sweeping.plan import SweepPlan
 from auditor.sweeping.tables import Tables

@@ -11,10 +11,10 @@ from auditor.core.results import (
     FORMAT_VERSION,
     TORN_SUFFIX,
     ResultsFileError,
-    ResultsWriter,
     read_run,
     repair,
 )
+from auditor.core.writing import ResultsWriter
 from tests.report.helpers import result, run_info
 
 FIXTURE_V1 = Path(__file__).resolve().parents[1] / "fixtures" / "sample-small.jsonl"

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from auditor.core.results import Result, ResultsWriter, RunInfo
+from auditor.core.results import Result, RunInfo
 from auditor.core.status import Status
+from auditor.core.writing import ResultsWriter
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "report"
 

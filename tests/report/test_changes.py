@@ -17,8 +17,9 @@ from dataclasses import replace
 import pytest
 
 from auditor.cli import main
-from auditor.core.results import Result, ResultsWriter, read_run
+from auditor.core.results import Result, read_run
 from auditor.core.status import Status
+from auditor.core.writing import ResultsWriter
 from tests.conftest import run_auditor
 
 BEFORE, AFTER = "20261201T020000Z", "20261202T020000Z"

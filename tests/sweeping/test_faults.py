@@ -30,7 +30,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from auditor.core.results import PAUSE_ENV, TORN_SUFFIX, read_run, repair
+from auditor.core.results import TORN_SUFFIX, read_run, repair
+from auditor.core.writing import PAUSE_ENV
 from tests.conftest import TROUBLEMAKERS, auditor_env, run_auditor, run_auditors
 
 MODELS = "bert,gpt2,llama,t5"

@@ -18,8 +18,9 @@ import pytest
 
 from auditor.cli import build_parser, main
 from auditor.cli.sweep import reproduce_command
-from auditor.core.results import Result, ResultsWriter
+from auditor.core.results import Result
 from auditor.core.status import Status
+from auditor.core.writing import ResultsWriter
 from auditor.sweeping.options import SweepRequest, make_request, values_of
 from tests.conftest import TROUBLEMAKERS, run_auditor
 
