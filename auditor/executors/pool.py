@@ -29,7 +29,7 @@ from auditor.core.results import Result
 from auditor.core.status import Status
 from auditor.executors import protocol
 from auditor.executors.deaths import death_rows
-from auditor.executors.protocol import MessageKind, TypeProgress
+from auditor.executors.protocol import MessageKind, TypeProgress, TypeTask
 from auditor.models.cases import ModelCase
 
 POLL_SECONDS = 0.25
@@ -43,9 +43,6 @@ START_TIMEOUT = 300.0
 MAX_FAILED_STARTS = 3
 # How long a retiring worker gets to exit on its own (freeing its device) before it is killed.
 RETIRE_SECONDS = 30.0
-# The extras key of a row computed again in a fresh worker because the first worker's device was
-# found broken after its type: the reason (auditor.executors.protocol.Retirement.why).
-RERUN_AFTER_KEY = "rerun_after"
 
 
 class PoolError(RuntimeError):
@@ -67,17 +64,6 @@ class PoolSettings:
     log_file: str = ""
 
 
-@dataclass(frozen=True)
-class _Task:
-    """A model type to run: all its checks, or (after a worker retired mid-type) those in `only`,
-    the rows already decided (`kept`) joining the ones it yields."""
-
-    case: ModelCase
-    only: tuple[str, ...] = ()
-    kept: tuple[Result, ...] = ()
-    rerun_after: str = ""  # why the whole type runs again (a device found broken after it); "": first run
-
-
 @dataclass
 class _Worker:
     name: str
@@ -85,7 +71,7 @@ class _Worker:
     conn: object
     ready: bool = False
     case: ModelCase | None = None
-    task: _Task | None = None
+    task: TypeTask | None = None
     retirement: protocol.Retirement | None = None
     started: float = 0.0
     progress: TypeProgress = field(default_factory=TypeProgress)
@@ -116,7 +102,7 @@ class WorkerPool:
             self._workers = [self._spawn() for _ in range(max(1, min(self.settings.jobs, os.cpu_count() or 1)))]
 
     def run(self, cases: Sequence[ModelCase]) -> Iterator[list[Result]]:
-        pending = deque(_Task(case) for case in cases)
+        pending = deque(TypeTask(case) for case in cases)
         jobs = max(1, min(self.settings.jobs, len(pending)))
         try:
             for surplus in self._workers[jobs:]:
@@ -180,7 +166,7 @@ class WorkerPool:
         child.close()
         return _Worker(name=name, process=process, conn=parent)
 
-    def _assign(self, pending: deque[_Task]) -> None:
+    def _assign(self, pending: deque[TypeTask]) -> None:
         for worker in self._workers:
             if worker.ready and worker.case is None and pending:
                 task = pending.popleft()
@@ -189,7 +175,7 @@ class WorkerPool:
                 worker.progress = TypeProgress(check=task.only[0] if task.only else "", results=list(task.kept))
                 worker.conn.send((task.case, task.only))
 
-    def _collect(self, pending: deque[_Task]) -> Iterator[list[Result]]:
+    def _collect(self, pending: deque[TypeTask]) -> Iterator[list[Result]]:
         sources = [w.conn for w in self._workers] + [w.process.sentinel for w in self._workers]
         for source in wait(sources, timeout=POLL_SECONDS):
             worker = next(
@@ -204,7 +190,7 @@ class WorkerPool:
                 if worker in self._workers:
                     yield from self._replace(worker, self._death_row(worker))
 
-    def _drain(self, worker: _Worker, pending: deque[_Task]) -> Iterator[list[Result]]:
+    def _drain(self, worker: _Worker, pending: deque[TypeTask]) -> Iterator[list[Result]]:
         while worker in self._workers:
             try:
                 if not worker.conn.poll():
@@ -228,27 +214,17 @@ class WorkerPool:
                 elif self._recycle_due(worker):
                     yield from self._replace(worker, None)
 
-    def _finish(self, worker: _Worker, pending: deque[_Task]) -> list[Result] | None:
+    def _finish(self, worker: _Worker, pending: deque[TypeTask]) -> list[Result] | None:
         """The model type's rows, once it is done; None when part of it runs again first (its
-        worker retired): the checks it left unrun, or the whole type, put at the queue's front."""
+        worker retired: protocol.finish), put at the queue's front."""
         task, retirement = worker.task, worker.retirement
         assert task is not None
         results, worker.case, worker.task, worker.progress = worker.progress.results, None, None, TypeProgress()
         worker.tasks += 1
-        if task.rerun_after:
-            results = [*task.kept, *(replace(row, extras={**row.extras, RERUN_AFTER_KEY: task.rerun_after})
-                                     for row in results[len(task.kept):])]
-        if retirement is None:
-            return results
-        if retirement.rerun_all and not task.rerun_after:
-            why = (f"rerun in a fresh worker: the device of {worker.name}, which ran it first, failed its probe after it "
-                   f"({retirement.why})")
-            pending.appendleft(replace(task, rerun_after=why))
-            return None
-        if retirement.unrun and not retirement.rerun_all:
-            pending.appendleft(_Task(task.case, retirement.unrun, tuple(results)))
-            return None
-        return results
+        rows, again = protocol.finish(task, results, retirement, worker.name)
+        if again is not None:
+            pending.appendleft(again)
+        return rows
 
     def _recycle_due(self, worker: _Worker) -> bool:
         limit = self.settings.max_tasks_per_worker

@@ -13,10 +13,11 @@ that was running, which is what the death rows of a crash, timeout or oom start 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import Enum
 
 from auditor.core.results import Result
+from auditor.models.cases import ModelCase
 
 
 class MessageKind(str, Enum):
@@ -108,3 +109,40 @@ class TypeProgress:
         elif kind is MessageKind.RESULT:
             self.results.append(Result.from_json(payload))
         return kind, payload
+
+
+# The extras key of a row computed again in a fresh worker because the first worker's device was
+# found broken after its type: why (Retirement.why, with the worker that ran it first).
+RERUN_AFTER_KEY = "rerun_after"
+
+
+@dataclass(frozen=True)
+class TypeTask:
+    """A model type to run: all its checks, or (after a worker retired mid-type) those in `only`,
+    the rows already decided (`kept`) joining the ones it yields."""
+
+    case: ModelCase
+    only: tuple[str, ...] = ()
+    kept: tuple[Result, ...] = ()
+    rerun_after: str = ""  # why the whole type runs again (a device found broken after it); "": first run
+
+
+def finish(task: TypeTask, results: list[Result], retirement: Retirement | None,
+           worker: str) -> tuple[list[Result] | None, TypeTask | None]:
+    """A type's rows once its worker said `done`, or what of it runs again first in a fresh worker
+    (the one rule of both executors): (rows, None), or (None, the task to run next). `results`:
+    every row received, `task.kept` first. After a retirement the checks the worker left unrun run
+    next, the culprit's rows kept; when the device was found broken only after the type, the whole
+    type runs again, once, and that rerun decides (its rows carry RERUN_AFTER_KEY)."""
+    if task.rerun_after:
+        results = [*task.kept, *(replace(row, extras={**row.extras, RERUN_AFTER_KEY: task.rerun_after})
+                                 for row in results[len(task.kept):])]
+    if retirement is None:
+        return results, None
+    if retirement.rerun_all and not task.rerun_after:
+        why = f"rerun in a fresh worker: the device of {worker}, which ran it first, failed its probe after it " \
+              f"({retirement.why})"
+        return None, replace(task, rerun_after=why)
+    if retirement.unrun and not retirement.rerun_all:
+        return None, TypeTask(task.case, retirement.unrun, tuple(results))
+    return results, None

@@ -20,6 +20,10 @@ and store them under the caller's header.
 
 Ray re-runs a retried task from the start and skips the messages already delivered, so a row
 is never duplicated; rows delivered before a death are kept, as in the pool.
+
+A worker whose device broke (worker.run_case's `retire`) is retired as the pool retires one: its
+Ray worker process exits once the task has returned, takes no further type, and what of the type
+ran in the broken context runs again as a task of its own (protocol.finish, the pool's rule).
 """
 
 from __future__ import annotations
@@ -39,7 +43,7 @@ from auditor.core.status import Phase, Status, classify, summary
 from auditor.executors import protocol
 from auditor.executors.deaths import death_rows
 from auditor.executors.pool import START_TIMEOUT, PoolError
-from auditor.executors.protocol import MessageKind, TypeProgress
+from auditor.executors.protocol import MessageKind, TypeProgress, TypeTask
 from auditor.models.cases import ModelCase
 from auditor.remote.ray_trip import LOOPBACK_SYSTEM_CONFIG, check_reachable
 
@@ -67,11 +71,17 @@ class RaySettings:
 
 @dataclass
 class _Task:
-    case: ModelCase
+    work: TypeTask
     submitted: float
     started: float | None = None
     worker: str = ""
     progress: TypeProgress = field(default_factory=TypeProgress)
+    retirement: protocol.Retirement | None = None
+    done: bool = False
+
+    @property
+    def case(self) -> ModelCase:
+        return self.work.case
 
 
 class RayExecutor:
@@ -122,16 +132,18 @@ class RayExecutor:
     def run(self, cases: Sequence[ModelCase]) -> Iterator[list[Result]]:
         import ray
 
-        pending = deque(cases)
+        pending = self._pending = deque(TypeTask(case) for case in cases)
         tasks: dict[object, _Task] = {}
         try:
             self.connect()
             since = time.monotonic()
             while pending or tasks:
                 while pending and len(tasks) < self._slots:
-                    case = pending.popleft()
-                    ref = self._remote.remote(case, self.options, self.settings.plugins)
-                    tasks[ref] = _Task(case, time.monotonic())
+                    work = pending.popleft()
+                    ref = self._remote.remote(work.case, self.options, self.settings.plugins, work.only)
+                    # The rows already decided count as received: a death's rows start after them.
+                    progress = TypeProgress(check=work.only[0] if work.only else "", results=list(work.kept))
+                    tasks[ref] = _Task(work, time.monotonic(), progress=progress)
                 ready = self._ready(tasks)
                 for ref in ready:
                     yield from self._drain(ref, tasks)
@@ -203,9 +215,10 @@ class RayExecutor:
                 yield [*task.progress.results, *self._death_rows(task, failure.status, failure.message)]
                 return
             finished = self._handle(task, message)
-            if finished is not None:
+            if task.done:
                 del tasks[ref]
-                yield finished
+                if finished is not None:  # None: part of the type runs again first (protocol.finish)
+                    yield finished
                 return
 
     def _handle(self, task: _Task, message: protocol.Message) -> list[Result] | None:
@@ -215,9 +228,16 @@ class RayExecutor:
             self._any_started = True
         elif kind is MessageKind.ENVIRONMENT:
             self._check_environment(task, *payload)
+        elif kind is MessageKind.RETIRE:
+            task.retirement = protocol.Retirement.from_json(payload)
         elif kind is MessageKind.DONE:
-            return task.progress.results
+            task.done = True
+            rows, again = protocol.finish(task.work, task.progress.results, task.retirement, task.worker)
+            if again is not None:
+                self._pending.appendleft(again)
+            return rows
         elif kind is MessageKind.ERROR:
+            task.done = True
             return [*task.progress.results, *self._death_rows(task, Status.CRASH, f"Crash: {payload}")]
         return None
 
@@ -270,18 +290,30 @@ def _absolute_plugins(settings: RaySettings) -> RaySettings:
 # -- what runs in the Ray worker ---------------------------------------------------------
 
 _PREPARED: dict[tuple, list] = {}  # (plugins, options) -> the check objects, once per worker process
+_RETIRED = {"why": ""}  # why this worker process's device broke: it takes no further type
+RETIRE_EXIT_SECONDS = 0.5  # after the retiring task returns, so that Ray has its end first
 
 
-def sweep_case(case: ModelCase, options: Options, plugins: tuple[str, ...]) -> Iterator[tuple]:
+def sweep_case(case: ModelCase, options: Options, plugins: tuple[str, ...],
+               only: tuple[str, ...] = ()) -> Iterator[tuple]:
     """A Ray task (a generator: Ray streams each message to the driver as it is yielded)."""
     import ray
 
     from auditor.executors.worker import prepare, run_case
 
+    if _RETIRED["why"]:  # a task that reached a retired process before it exited: Ray retries it elsewhere
+        os._exit(1)
     worker = f"{ray.util.get_node_ip_address()}:{os.getpid()}"  # which node and process made the rows
     yield protocol.environment(worker, environment_here())  # before the imports: a mismatch costs nothing
     key = (plugins, options)
     if key not in _PREPARED:  # a Ray worker process runs many tasks: start up once
         _PREPARED[key] = prepare(plugins, options)
     yield protocol.started(worker)
-    yield from run_case(case, _PREPARED[key], options, worker=worker)
+    for message in run_case(case, _PREPARED[key], options, worker=worker, only=only):
+        if message[0] == MessageKind.RETIRE.value:
+            _RETIRED["why"] = message[1]["why"]
+        yield message
+    if _RETIRED["why"]:  # its device can run nothing more: the process ends once the task has returned
+        import threading
+
+        threading.Timer(RETIRE_EXIT_SECONDS, os._exit, (0,)).start()

@@ -76,3 +76,28 @@ def test_a_type_after_which_the_probe_fails_is_rerun_and_the_rerun_decides(runs)
     # The rerun broke its worker too: the real types after it ran in yet another one.
     real_workers = {row["worker"] for row in poisoned if row["model_type"] in REAL.split(",")}
     assert len(real_workers) == 1 and not real_workers & {row["worker"] for row in latent}
+
+
+@pytest.fixture(scope="module")
+def ray_run(tmp_path_factory):
+    """The same on a local Ray cluster of one CPU: the retired Ray worker process exits."""
+    out = tmp_path_factory.mktemp("ray")
+    (proc,) = run_auditors([("sweep", "--plugin", POISON, "--models", f"auditor_poisoner,auditor_poisoner_latent,{RAY_REAL}",
+                             *SWEEP, "--executor", "ray", "-o", str(out))])
+    assert proc.returncode in (0, 1), proc.stderr
+    return read_rows(out)[1]
+
+
+RAY_REAL = "gpt2,llama,opt"
+
+
+def test_on_ray_no_row_but_the_culprits_carries_the_error_and_the_rest_equal_a_clean_run(ray_run, runs):
+    _, clean = runs
+    assert {row["model_type"] for row in ray_run if "AcceleratorError" in row["message"]} == {"auditor_poisoner"}
+    real = set(RAY_REAL.split(","))
+    assert _cells(ray_run, real) == _cells(clean, real)
+    poisoner = {row["check"]: row for row in ray_run if row["model_type"] == "auditor_poisoner"}
+    assert poisoner["compile"]["status"] == "device-error" and poisoner["tiny"]["status"] == "build"
+    assert poisoner["tiny"]["worker"] != poisoner["compile"]["worker"]  # host:pid: another process
+    latent = [row for row in ray_run if row["model_type"] == "auditor_poisoner_latent"]
+    assert len(latent) == 3 and all("rerun_after" in row["extras"] for row in latent)
