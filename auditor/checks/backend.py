@@ -25,8 +25,10 @@ from collections.abc import Iterator
 from auditor import engines
 from auditor.checks import register
 from auditor.checks.interface import CaseContext, Check, Options
+from auditor.core.classifier import Phase, classify
+from auditor.core.messages import signature_of
 from auditor.core.results import Result
-from auditor.core.status import Failure, Phase, Status, classify, signature_of
+from auditor.core.status import Failure, Status
 from auditor.engines.interface import Engine
 from auditor.models.cases import ModelCase
 

@@ -53,9 +53,10 @@ from typing import Any
 from auditor import engines
 from auditor.checks import register
 from auditor.checks.interface import CaseContext, Check, Options
+from auditor.core.classifier import Phase, classify
 from auditor.core.fault import Fault
 from auditor.core.results import Result
-from auditor.core.status import Failure, Phase, Status, classify
+from auditor.core.status import Failure, Status
 from auditor.engines.interface import Engine
 from auditor.models.cases import ModelCase
 

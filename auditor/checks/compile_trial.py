@@ -24,7 +24,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from auditor.checks.compile_breaks import component_breaks, first_lines
-from auditor.core.status import Phase, Status, classify, signature_of
+from auditor.core.classifier import Phase, classify
+from auditor.core.messages import signature_of
+from auditor.core.status import Status
 
 
 @dataclass(frozen=True)

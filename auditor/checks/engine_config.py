@@ -16,8 +16,9 @@ from collections.abc import Iterator
 from auditor import engines
 from auditor.checks import register
 from auditor.checks.interface import CaseContext, Check, Options
+from auditor.core.classifier import Phase, classify
 from auditor.core.results import Result
-from auditor.core.status import Failure, Phase, Status, classify
+from auditor.core.status import Failure, Status
 from auditor.engines.decorating import verdicts
 from auditor.engines.interface import Engine
 from auditor.models.cases import ModelCase

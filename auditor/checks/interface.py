@@ -15,8 +15,9 @@ from dataclasses import dataclass
 # Imported for the engines' decorator policies too (`vllm`): registered with the decorator
 # registry on import, so every check resolves them.
 from auditor import engines
+from auditor.core.classifier import Phase, classify
 from auditor.core.results import Result
-from auditor.core.status import Failure, Phase, classify
+from auditor.core.status import Failure
 from auditor.models.cases import ModelCase
 
 

@@ -26,9 +26,11 @@ from collections.abc import Iterator, Sequence
 
 from auditor.checks import register
 from auditor.checks.interface import CaseContext, Check, Options
+from auditor.core.classifier import MISSING_DYNAMIC_MODULE, Phase, classify
 from auditor.core.fault import Fault
+from auditor.core.messages import signature_of
 from auditor.core.results import Result
-from auditor.core.status import MISSING_DYNAMIC_MODULE, Failure, Phase, Status, classify, signature_of
+from auditor.core.status import Failure, Status
 from auditor.models.cases import ModelCase
 
 BY_REF_BUILTIN = "by-ref-builtin"

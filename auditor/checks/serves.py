@@ -20,8 +20,10 @@ from collections.abc import Iterator
 from auditor import engines
 from auditor.checks import Options, register
 from auditor.checks.interface import CaseContext, Check
+from auditor.core.classifier import Phase, classify
+from auditor.core.messages import signature_of
 from auditor.core.results import Result
-from auditor.core.status import Failure, Phase, classify, signature_of
+from auditor.core.status import Failure
 from auditor.models.cases import ModelCase
 
 

@@ -13,8 +13,9 @@ from collections.abc import Iterator
 
 from auditor.checks import register
 from auditor.checks.interface import CaseContext, Check
+from auditor.core.classifier import classify
 from auditor.core.results import Result
-from auditor.core.status import Status, classify
+from auditor.core.status import Status
 from auditor.models.cases import ModelCase
 
 

@@ -1,6 +1,6 @@
 """Whose fault a failure is, read off the traceback: who raised it, and at whose step.
 
-Every row carries a `Fault`. `auditor.core.status.classify` is the one place that sets it (from a
+Every row carries a `Fault`. `auditor.core.classifier.classify` is the one place that sets it (from a
 status's default, `DEFAULT_FAULT`, or from where the exception was raised, `origin`); this module
 holds the vocabulary and the frame rules, and no rule about statuses.
 

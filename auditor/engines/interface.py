@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from auditor.core.classifier import Phase, classify
 from auditor.core.engineinfo import EMULATED, RAISED, EngineInfo, stops
 from auditor.core.fault import (
     EngineRefusal,
@@ -32,7 +33,8 @@ from auditor.core.fault import (
     transcribe,
 )
 from auditor.core.hints import install_hint
-from auditor.core.status import Failure, Phase, Status, classify, message_of
+from auditor.core.messages import message_of
+from auditor.core.status import Failure, Status
 
 # A gate's outcome as a row says it: (status, message, extras), or a Failure (a classified
 # exception, or a skip) that carries its own status, message and signature.
@@ -68,7 +70,7 @@ def passed(outcome: Outcome) -> bool:
 
 def safely(gate: Callable[..., Verdict], *args: Any, package: str = "") -> Outcome:
     """A gate's outcome. What the engine's step raises on this model stops the engine there just
-    the same, attributed by the one fault rule (auditor.core.status.classify, Phase.ENGINE): raised
+    the same, attributed by the one fault rule (auditor.core.classifier.classify, Phase.ENGINE): raised
     in transformers or model code (an attribute its plan names but the model lacks, say), the
     pairing's; in the engine's code (`package`, its import name) or an emulated refusal, the
     engine's; in the auditor's own frames, an auditor-error, never the engine's verdict. Its row

@@ -38,8 +38,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from auditor.checks import Options, model_runners
+from auditor.core.classifier import Phase, classify
+from auditor.core.messages import summary
 from auditor.core.results import Result
-from auditor.core.status import Phase, Status, classify, summary
+from auditor.core.status import Status
 from auditor.executors import protocol
 from auditor.executors.deaths import death_rows
 from auditor.executors.pool import START_TIMEOUT, PoolError

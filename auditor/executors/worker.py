@@ -14,8 +14,9 @@ from collections.abc import Iterator, Sequence
 
 from auditor.checks import CaseContext, Check, Options
 from auditor.core import heap
+from auditor.core.classifier import classify, sticky_device_error
+from auditor.core.messages import message_of
 from auditor.core.results import Result
-from auditor.core.status import classify, message_of, sticky_device_error
 from auditor.executors import protocol
 from auditor.models.cases import ModelCase
 
@@ -97,7 +98,7 @@ def run_case(case: ModelCase, selected: Sequence[Check], options: Options, worke
     """Run the selected checks (those named in `only`, when given) on one model type; yields the
     messages for the driver.
 
-    A row that carries a sticky device error (auditor.core.status.sticky_device_error) ends the
+    A row that carries a sticky device error (auditor.core.classifier.sticky_device_error) ends the
     type here: its row stands, the checks after it are left unrun, and the worker retires (a
     `retire` message before `done`). Otherwise, when a check ran models on a device, the device is
     probed (`device_fault`); a probe that fails retires the worker too, and every row of the type

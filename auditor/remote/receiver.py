@@ -27,8 +27,10 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from auditor.core import heap
+from auditor.core.classifier import classify
 from auditor.core.fault import Fault
-from auditor.core.status import Failure, Status, StatusError, classify, signature_of
+from auditor.core.messages import signature_of
+from auditor.core.status import Failure, Status, StatusError
 from auditor.remote.workspace import child_environment, scratch
 
 MESSAGE_TIMEOUT = 120.0  # seconds for one answer; then the receiver is killed

@@ -1,6 +1,6 @@
 """A failure's cause: the signature a report groups cells by.
 
-A row's signature (auditor.core.status.signature_of) masks what differs between two cells of one
+A row's signature (auditor.core.messages.signature_of) masks what differs between two cells of one
 cause (numbers, paths, class names of any spelling; a gate's name stays whole), so a cause is the
 signature of the message's first line where that line is `Type: text` (a traceback after it says
 nothing of the cause), and a skip's "not reached: <engine> stops at <gate>" as it is. Rows of files
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from auditor.core.status import signature_of
+from auditor.core.messages import signature_of
 
 # How the backend check words a gate that another one stopped (auditor.engines.interface).
 NOT_REACHED = "not reached: "

@@ -180,7 +180,7 @@ def statuses_page() -> str:
     from auditor.core.status import Status, default_fault
 
     out = ["# Statuses, faults and outcomes", "",
-           "Generated from `auditor/core/` (status.py, fault.py, outcome.py). Every row has one status; "
+           "Generated from `auditor/core/` (status.py, classifier.py, fault.py, outcome.py). Every row has one status; "
            "its fault says whose it is; a cell's outcome is what a reader makes of it.", "",
            "## Statuses", "",
            "| status | meaning | fault where nothing more is known | rerun before reported |", "|---|---|---|---|"]

@@ -1,4 +1,4 @@
-"""The one fault rule (auditor.core.status.classify with auditor.core.fault): every value on a
+"""The one fault rule (auditor.core.classifier.classify with auditor.core.fault): every value on a
 real exception, raised where the rule says it is judged. Real transformers classes, real auditor
 gate functions, real plugin models (tests/plugins/fault_models.py); nothing is faked."""
 
@@ -7,9 +7,10 @@ from __future__ import annotations
 import pytest
 
 import tests.plugins.fault_models  # noqa: F401  (registers the plugin types)
+from auditor.core.classifier import Phase, classify
 from auditor.core.fault import EngineRefusal, Fault, per_layer_read
 from auditor.core.results import Result
-from auditor.core.status import Failure, Phase, Status, classify
+from auditor.core.status import Failure, Status
 from auditor.engines.interface import Verdict, safely
 from auditor.models.meta import build_on_meta, make_config
 

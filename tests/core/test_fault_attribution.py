@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from auditor.core.status import Phase, Status, auditor_bug_at, classify
+from auditor.core.classifier import Phase, auditor_bug_at, classify
+from auditor.core.status import Status
 
 
 def _raised(function, *args):

@@ -2,7 +2,9 @@
 
 import pytest
 
-from auditor.core.status import Status, classify, signature_of
+from auditor.core.classifier import classify
+from auditor.core.messages import signature_of
+from auditor.core.status import Status
 
 
 def describe(exc):
@@ -65,7 +67,7 @@ def test_signature_keeps_what_tells_failures_apart():
 def test_a_connection_that_fails_in_a_round_trip_is_the_executors_not_the_hubs():
     # Ray's own error when a worker cannot join the sweep's cluster: a round trip fetches nothing
     # from the hub, so it is the executor's failure, not `needs-hub` (which it is at build time).
-    from auditor.core.status import Phase
+    from auditor.core.classifier import Phase
 
     exc = _raise(ConnectionError("Failed to connect to Ray cluster at 127.0.0.1:35055"))
     assert classify(exc, Phase.TRANSPORT).status is Status.AUDITOR_ERROR

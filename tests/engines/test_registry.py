@@ -6,7 +6,7 @@ import contextlib
 import pytest
 
 from auditor import engines
-from auditor.core.status import auditor_bug_at
+from auditor.core.classifier import auditor_bug_at
 from auditor.engines.vllm.decorators import get_policy, policy_names
 
 

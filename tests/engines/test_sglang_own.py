@@ -14,7 +14,8 @@ pytestmark = pytest.mark.slow  # importing SGLang's Transformers fallback takes 
 
 from auditor import engines  # noqa: E402
 from auditor.checks.interface import CaseContext, Options  # noqa: E402
-from auditor.core.status import Failure, without_place  # noqa: E402
+from auditor.core.messages import without_place  # noqa: E402
+from auditor.core.status import Failure  # noqa: E402
 from auditor.models.cases import ModelCase  # noqa: E402
 
 SGLANG = engines.get("sglang")

@@ -17,8 +17,9 @@ from pathlib import Path
 import pytest
 
 from auditor import engines
+from auditor.core.classifier import Phase, classify
 from auditor.core.fault import Fault, transcription_at
-from auditor.core.status import Phase, Status, classify
+from auditor.core.status import Status
 from auditor.engines.interface import cited
 
 REPO = Path(__file__).resolve().parents[2]

@@ -8,8 +8,9 @@ import os
 
 import pytest
 
+from auditor.core.classifier import Phase, classify
 from auditor.core.fault import Fault
-from auditor.core.status import Phase, classify, without_place
+from auditor.core.messages import without_place
 
 pytest.importorskip("vllm", reason="vLLM is not installed (pip install 'model-sweep-auditor[vllm]'): its own "
                                    "constructor needs it (the nox session `vllm` runs these tests)")

@@ -6,8 +6,9 @@ import importlib.util
 import pytest
 from transformers.utils import requires_backends
 
+from auditor.core.messages import message_of
 from auditor.core.results import Result
-from auditor.core.status import Status, message_of
+from auditor.core.status import Status
 from auditor.report.dependencies import missing, package_of
 
 

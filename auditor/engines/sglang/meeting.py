@@ -13,7 +13,8 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Iterator, Mapping
 
-from auditor.core.status import Phase, Status, classify
+from auditor.core.classifier import Phase, classify
+from auditor.core.status import Status
 from auditor.engines.common import needs_own_build
 from auditor.engines.interface import Outcome, Verdict, passed, remote_model_class, safely
 from auditor.engines.sglang import build as sglang_build

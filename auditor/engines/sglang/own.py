@@ -29,7 +29,7 @@ import functools
 from collections.abc import Iterator
 from types import SimpleNamespace
 
-from auditor.core.status import message_of
+from auditor.core.messages import message_of
 from auditor.engines.interface import Verdict
 from auditor.engines.sglang import gates, modules
 

@@ -19,7 +19,7 @@ shrunk sizes) is built on the CPU with no shim but `sgl-kernel`, and taken only 
 constructs (a stop of the tiny config could be the shrinking's): the row says so (extras
 `built_on`, `meta_limit`, or `tiny_on_cpu`).
 
-The verdict, judged by the one fault rule (auditor.core.status.classify at Phase.ENGINE, package
+The verdict, judged by the one fault rule (auditor.core.classifier.classify at Phase.ENGINE, package
 `sglang`): `build` with "servable: Transformers backend (X)", or where it stopped, with SGLang's
 step (extras `step`: parallel state, server args, model config, registry, constructor, weights;
 `step_at`: where the release record has it) and the file:line of SGLang's frame that raised;
@@ -37,7 +37,9 @@ import tempfile
 import traceback
 from dataclasses import dataclass, field
 
-from auditor.core.status import Failure, Phase, Status, classify, message_of
+from auditor.core.classifier import Phase, classify
+from auditor.core.messages import message_of
+from auditor.core.status import Failure, Status
 from auditor.engines.sglang import shims
 from auditor.engines.sglang.gates import sglang_config
 from auditor.engines.sglang.releases import RELEASE
@@ -245,7 +247,7 @@ def step_of(exc: BaseException, reached: str) -> str:
 
 def _environment(text: str) -> Failure:
     from auditor.core.fault import Fault
-    from auditor.core.status import signature_of
+    from auditor.core.messages import signature_of
 
     message = f"environment limit ({text})"
     return Failure(Status.UNDECIDED, message, signature_of(message), Fault.ENVIRONMENT)

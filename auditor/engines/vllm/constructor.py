@@ -30,8 +30,10 @@ import traceback
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from auditor.core.classifier import Phase, classify
 from auditor.core.fault import Fault
-from auditor.core.status import Phase, Status, classify, message_of
+from auditor.core.messages import message_of
+from auditor.core.status import Status
 from auditor.engines.vllm.preparation import inspection_retried, process_group
 from auditor.engines.vllm.releases import followed
 from auditor.engines.vllm.shims import config_shims, kernel_shims
@@ -70,7 +72,7 @@ class Construction:
     step: str = ""
     constructed: bool = False
     status: Status = Status.UNSUPPORTED  # the stopping gate's row: the build's failure keeps its own
-    fault: Fault | None = None  # whose fault the stop is (the one rule, auditor.core.status.classify)
+    fault: Fault | None = None  # whose fault the stop is (the one rule, auditor.core.classifier.classify)
     shims: tuple[str, ...] = ()  # the kernel shims get_model used (shims.py)
     # the architectures vLLM's registry inspected in-process after its subprocess failed (preparation.py)
     inspected_in_process: tuple[str, ...] = ()

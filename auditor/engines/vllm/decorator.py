@@ -24,7 +24,7 @@ from auditor.core.hints import install_hint
 
 _MARK = "_auditor_vllm_config_wrapper"
 # The decorator under audit runs here: a failure in this module is the decorator's verdict, not
-# an auditor bug (auditor.core.status.auditor_bug_at).
+# an auditor bug (auditor.core.classifier.auditor_bug_at).
 AUDITED = True
 
 

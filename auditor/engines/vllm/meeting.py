@@ -23,7 +23,9 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Iterator, Mapping
 
-from auditor.core.status import Failure, Phase, Status, classify, signature_of
+from auditor.core.classifier import Phase, classify
+from auditor.core.messages import signature_of
+from auditor.core.status import Failure, Status
 from auditor.engines.interface import Outcome, Verdict, passed, remote_model_class, safely
 from auditor.engines.vllm import build as vllm_build
 from auditor.engines.vllm import gates as emulation

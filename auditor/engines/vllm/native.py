@@ -10,7 +10,7 @@ vLLM serves as a pooling model where it serves it at all), written into `config.
 by `ModelConfig(model_impl="auto")`, `LoadConfig(load_format="dummy", device="meta")` on the
 one-process group constructor.py makes.
 
-Where it stops is judged by the one fault rule (auditor.core.status.classify at Phase.ENGINE): the
+Where it stops is judged by the one fault rule (auditor.core.classifier.classify at Phase.ENGINE): the
 registry refusing the architecture (vLLM's); raised in vLLM's model code (vLLM's), in
 transformers' code (the pairing's); a meta-device or missing-kernel limit (`undecided`, this
 machine's). A multimodal type's processor files are written beside its config.json
@@ -33,8 +33,10 @@ import tempfile
 import traceback
 from dataclasses import dataclass
 
+from auditor.core.classifier import Phase, classify
 from auditor.core.fault import Fault
-from auditor.core.status import Failure, Phase, Status, classify, message_of, signature_of
+from auditor.core.messages import message_of, signature_of
+from auditor.core.status import Failure, Status
 from auditor.engines.vllm.constructor import _REGISTRY, _causes, classes_restored
 from auditor.engines.vllm.preparation import inspection_retried, model_info_cache, process_group
 from auditor.engines.vllm.releases import followed

@@ -15,7 +15,7 @@ from __future__ import annotations
 import functools
 from types import SimpleNamespace
 
-from auditor.core.status import message_of
+from auditor.core.messages import message_of
 from auditor.engines.interface import Verdict
 from auditor.engines.vllm import plans
 from auditor.engines.vllm.attention import Dispatch, layers_verdict

@@ -52,7 +52,7 @@ from typing import Any
 from auditor.engines.vllm import decorator as adapter
 from auditor.engines.vllm.decorators.interface import Decorator, DynamicArgDims
 
-# A failure raised here is the decorator's verdict, as in the adapter (auditor.core.status.auditor_bug_at).
+# A failure raised here is the decorator's verdict, as in the adapter (auditor.core.classifier.auditor_bug_at).
 AUDITED = True
 
 _NAMES = itertools.count()

@@ -149,7 +149,7 @@ def tp_plan_gate(model, refuse_style: Callable[..., str | None] = unsupported_st
     import regex as re
     import torch.nn as nn
 
-    from auditor.core.status import message_of
+    from auditor.core.messages import message_of
 
     moe = moe_gate(model.config)
     if moe is not None:

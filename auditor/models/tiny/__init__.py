@@ -25,7 +25,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from auditor.core.status import classify
+from auditor.core.classifier import classify
 from auditor.models.tiny.shrinker import SIZES, ShrinkError, Sizes, shrink
 
 # Tried in order when a tiny build fails: some models need more than two layers (zamba's first

@@ -4,7 +4,7 @@ import importlib.util
 
 import pytest
 
-from auditor.core.status import Phase, classify
+from auditor.core.classifier import Phase, classify
 from auditor.engines.vllm.decorators import decorated, get_policy
 
 from . import vllm_like

@@ -7,7 +7,8 @@ import pytest
 import torch
 
 import auditor.engines.vllm.decorators.policies as legacy_module
-from auditor.core.status import Status, is_refusal
+from auditor.core.classifier import is_refusal
+from auditor.core.status import Status
 from auditor.engines.vllm.decorators import get_policy
 
 from . import vllm_like

@@ -41,7 +41,7 @@ _LAZY = {"CompileSettings", "OwnDecorator", "support_torch_compile"}
 
 
 # Every module of this package is the decorator under audit (or its emulation): a failure raised
-# in one is the decorator's verdict, never an auditor bug (auditor.core.status.auditor_bug_at).
+# in one is the decorator's verdict, never an auditor bug (auditor.core.classifier.auditor_bug_at).
 AUDITED = True
 
 __all__ = [

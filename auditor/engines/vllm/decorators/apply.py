@@ -1,13 +1,14 @@
 """Decorating a class in place, and the error a decorator's rejection of the class becomes.
 
 What a failed build under a decorator means (refused, check-error, the model's own error) is
-judged by the one classifier, `auditor.core.status.classify(exc, Phase.DECORATED,
+judged by the one classifier, `auditor.core.classifier.classify(exc, Phase.DECORATED,
 decorator_files=decorator.source_files())`.
 """
 
 from __future__ import annotations
 
-from auditor.core.status import Failure, Status, StatusError, message_of
+from auditor.core.messages import message_of
+from auditor.core.status import Failure, Status, StatusError
 from auditor.engines.vllm.decorators.interface import Decorator, DynamicArgDims
 
 

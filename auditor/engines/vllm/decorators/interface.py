@@ -25,7 +25,7 @@ DynamicArgDims = dict[str, int | list[int] | dict[int, str]]
 
 def refusal(module: object, arg: object) -> TypeError:
     """The TypeError vLLM raises when a positional argument fails its check (recognised by
-    auditor.core.status.REFUSAL_PATTERN)."""
+    auditor.core.classifier.REFUSAL_PATTERN)."""
     init = f"'{type(module).__name__}.__init__'"
     arg_type = f"'{type(arg).__name__}'"
     return TypeError(
@@ -61,7 +61,7 @@ class Decorator(abc.ABC):
     @abc.abstractmethod
     def source_files(self) -> frozenset[str]:
         """Files whose frames are the decorator's own code: an exception raised there is a
-        check-error (auditor.core.status.classify, Phase.DECORATED)."""
+        check-error (auditor.core.classifier.classify, Phase.DECORATED)."""
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name!r}>"

@@ -13,8 +13,10 @@ import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
+from auditor.core.classifier import Phase, classify
+from auditor.core.messages import signature_of
 from auditor.core.results import Result
-from auditor.core.status import Failure, Phase, Status, classify, signature_of
+from auditor.core.status import Failure, Status
 from auditor.engines.vllm.encoders import vllm_encoders
 from auditor.models.components import Component, find_components
 from auditor.models.construction_log import ConstructionLog, Recording, recording
