@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from auditor.core.errors import InputError
-from auditor.core.hints import NOX_HINT
+from auditor.core.hints import nox_hint
 from auditor.core.results import RESULTS_FILE, ResultsFileError, Run, read_run
 from auditor.upgrade.installer import INSTALLER_ENV
 from auditor.upgrade.plan import Step, UpgradeSide, installed_mismatch
@@ -150,7 +150,7 @@ class UpgradeEvents:
 def require_nox(what: str) -> None:
     """An InputError unless nox is there (before any venv is touched)."""
     if importlib.util.find_spec("nox") is None:
-        raise InputError(f"{what} runs nox: {NOX_HINT}")
+        raise InputError(f"{what} runs nox: {nox_hint()}")
     if not NOXFILE.is_file():
         raise InputError(f"{what} needs the sides' nox sessions, not found at {NOXFILE}: reinstall the auditor")
 

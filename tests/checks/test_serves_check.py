@@ -8,6 +8,7 @@ import importlib.util
 
 import pytest
 
+from auditor.core.hints import install_hint
 from auditor.engines.vllm.native import architecture_for
 from tests.conftest import run_auditor
 
@@ -25,7 +26,7 @@ def test_each_type_gets_its_causal_lm_architecture_else_a_generative_one_else_it
 def test_without_vllm_the_check_is_refused_before_any_work(tmp_path):
     run = run_auditor("sweep", "--models", "llama", "--checks", "serves", "-o", str(tmp_path / "out"))
     assert run.returncode == 2
-    assert "check 'serves' needs vllm installed" in run.stderr and "model-sweep-auditor[vllm]" in run.stderr
+    assert "check 'serves' needs vllm installed" in run.stderr and install_hint("vllm") in run.stderr
     assert not (tmp_path / "out" / "results.jsonl").exists()
 
 

@@ -7,6 +7,7 @@ import pytest
 
 from auditor import engines
 from auditor.core.classifier import auditor_bug_at
+from auditor.core.hints import install_hint
 from auditor.engines.vllm.decorators import get_policy, policy_names
 
 
@@ -17,7 +18,7 @@ def test_vllm_is_registered_with_its_gates_in_vllms_order():
                                "version:video", "version:mtp")
     assert vllm.stopping == {"registry", "build", "decorate", "enable-if", "tp-plan", "attention"}
     assert vllm.not_reached("registry") == "not reached: vLLM stops at backend/registry"
-    assert vllm.install_hint == "pip install 'model-sweep-auditor[vllm]'"
+    assert vllm.install_hint == install_hint("vllm") and vllm.install_hint.endswith("[vllm]'")
     assert vllm.version == "emulated" or not vllm.version[0].isalpha()
     with pytest.raises(ValueError, match="unknown engine 'tgi'"):
         engines.get("tgi")

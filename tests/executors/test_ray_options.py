@@ -6,6 +6,7 @@ import sys
 import pytest
 
 from auditor.cli import main
+from auditor.core.hints import install_hint
 from tests.conftest import run_auditor
 
 
@@ -17,7 +18,7 @@ def test_without_ray_the_error_names_the_extra(tmp_path, monkeypatch, capsys):
     monkeypatch.setitem(sys.modules, "ray", None)  # find_spec("ray") is None: as if not installed
     assert importlib.util.find_spec("ray") is None
     assert _sweep(tmp_path, "--executor", "ray") == 2
-    assert "pip install 'model-sweep-auditor[ray]'" in capsys.readouterr().err
+    assert install_hint("ray") in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
 
 

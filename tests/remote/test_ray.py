@@ -5,6 +5,7 @@ import tempfile
 
 import pytest
 
+from auditor.core.hints import install_hint
 from auditor.remote.byvalue import Parcel
 from tests.remote.conftest import twin_of
 
@@ -16,7 +17,7 @@ def test_without_ray_the_column_says_how_to_get_it(monkeypatch):
 
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "ray" else real(name, *a))
-    assert ray_trip.ray_missing() == "Ray is not installed (pip install 'model-sweep-auditor[ray]')"
+    assert ray_trip.ray_missing() == f"Ray is not installed ({install_hint('ray')})"
 
 
 def test_a_remote_code_config_round_trips_through_a_ray_task():
