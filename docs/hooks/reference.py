@@ -257,7 +257,8 @@ def gates_table(name: str) -> str:
             "|---|---|---|---|"]
     for number, gate in enumerate(engine.gates, 1):
         place = f"`{cited(record, gate.cites)}`" if gate.cites in record.citations else ""
-        rows.append(f"| {number}. `backend/{engine.component(gate.name)}` | {'yes' if gate.stops else 'no'} | "
+        stops = "yes" if gate.stops else ("when it raises" if gate.raise_stops else "no")
+        rows.append(f"| {number}. `backend/{engine.component(gate.name)}` | {stops} | "
                     f"{'yes' if gate.own else ''} | {place} |")
     return "\n".join(rows)
 
