@@ -32,10 +32,15 @@ def answering() -> tuple:
     return tuple(engine for engine in engines.all() if engine.serves is not None and engine.installed)
 
 
+def _packages() -> tuple[str, ...]:
+    """The packages of the engines with an answer of their own: any one of them will do."""
+    return tuple(dict.fromkeys(e.package for e in engines.all() if e.serves is not None))
+
+
 def _required() -> tuple[str, ...]:
     """The package the check needs: an installed engine with an answer of its own (vLLM's or
     SGLang's, whichever is here), else the first such engine's, whose install hint the refusal gives."""
-    packages = list(dict.fromkeys(e.package for e in engines.all() if e.serves is not None))
+    packages = _packages()
     here = [package for package in packages if importlib.util.find_spec(package) is not None]
     return tuple((here or packages)[:1])
 
@@ -44,6 +49,7 @@ def _required() -> tuple[str, ...]:
 class ServesCheck(Check):
     name = "serves"
     requires = _required()
+    requires_one_of = _packages()  # what the docs say it needs, wherever they are built
 
     def failed_rows(self, case: ModelCase, options: Options, failure: Failure) -> list[Result]:
         """One row per answering engine, in the cells `run` fills (`serves/<engine>`): what a worker's

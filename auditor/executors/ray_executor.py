@@ -157,6 +157,10 @@ class RayExecutor:
             for ref in tasks:
                 with contextlib.suppress(Exception):  # the cluster may be gone already
                     ray.cancel(ref, force=True)
+            # No task's generator may outlive the cluster: one released after ray.shutdown() reaches
+            # the shut-down core worker, and Ray ends the process with status 1 (seen at exit).
+            tasks.clear()
+            ref = ready = None  # noqa: F841
             self.close()
 
     def close(self) -> None:

@@ -207,7 +207,8 @@ def checks_page() -> str:
     for name in checks.available():
         cls = type(checks.get(name))
         doc = (sys.modules[cls.__module__].__doc__ or cls.__doc__ or "").strip().split("\n\n")[0]
-        needs = ", ".join(f"`{r}`" for r in cls.requires)
+        needs = " or ".join(f"`{r}`" for r in getattr(cls, "requires_one_of", ())) or \
+            ", ".join(f"`{r}`" for r in cls.requires)
         out.append(f"| `{name}` | {_cell(_escape_text(doc))} | {needs} | "
                    f"{'`--device`' if cls.runs_models else 'meta'} |")
     out += ["", "## Backend columns", "",

@@ -3,11 +3,13 @@ on real transformers types through the real CLI (one sweep for both engines), an
 (tests/plugins/backend_models.py) for the gates transformers' own types do not fail."""
 
 import importlib.util
+import re
 
 import pytest
 
 from auditor import engines
 from auditor.core.errors import InputError
+from auditor.core.hints import install_hint
 from auditor.core.results import read_run
 from auditor.core.status import Status
 from tests.checks.test_decorate_check import known
@@ -143,7 +145,7 @@ def test_the_sglang_policy_needs_sglang(tmp_path):
     import auditor
 
     with pytest.raises(InputError, match=r"policy 'sglang' needs SGLang installed: "
-                                         r"pip install 'model-sweep-auditor\[sglang\]'"):
+                                         + re.escape(install_hint("sglang"))):
         auditor.sweep(tmp_path / "run", models=["llama"], checks=["backend"], policies=["fixed", "sglang"])
     assert not (tmp_path / "run" / "results.jsonl").exists()
 

@@ -30,7 +30,7 @@ _CITATION = re.compile(r"\b[\w/]+\.py:\d+")
 # The copies, module -> functions: a copy added or dropped changes this list on purpose.
 COPIES = {
     "auditor.engines.sglang.gates": {"text_config", "_as_config", "is_moe", "is_multimodal", "backend_class",
-                                     "can_enable_torch_compile"},
+                                     "can_enable_torch_compile", "_derive_head_dim"},
     "auditor.engines.sglang.modules": {"_getattr_first", "tp_plan", "normalize_style", "normalized_plan",
                                        "replace_rms_norm", "_divide"},
     "auditor.engines.vllm.gates": {"getattr_iter", "backend_class", "is_multimodal", "num_experts",
@@ -38,6 +38,7 @@ COPIES = {
     "auditor.engines.vllm.attention": {"_is_interface_lookup", "interface_call", "_keyword", "_resolve", "_scale",
                                        "_sinks"},
     "auditor.engines.vllm.plans": {"vocab_embeddings", "_vocab_sizes", "unsupported_style"},
+    "auditor.engines.vllm.dtype": {"config_dtype", "_cuda_supported_dtypes", "_resolve_auto_dtype"},
 }
 # Functions whose docstrings cite an engine's line without being a copy of it, and why.
 _GATE = "a gate: the auditor's answer in the engine's order; its copied lines are engine_line blocks and marked copies"
@@ -64,6 +65,8 @@ NOT_COPIES = {
     ("vllm/plans.py", "walk"): "the modules in another order than vLLM's walk: the auditor's",
     ("sglang/modules.py", "moe_replace"): "its copied asserts are `_asserted` refusals and marked copies",
     ("vllm/plans.py", "moe_gate"): _GATE,
+    ("sglang/serving.py", "_cited"): "its docstring's example of a record's place",
+    ("sglang/serving.py", "registrations_scoped"): "undoes what SGLang's imports register; copies none",
 }
 
 

@@ -59,9 +59,10 @@ def sglang_config(config, model_type: str):
 _PURE_SSM_ARCHS = ("Mamba2ForCausalLM", "FalconMambaForCausalLM", "MambaForCausalLM")
 
 
+@transcribed(RELEASE, "_derive_model_shapes")
 def _derive_head_dim(config, arch: str) -> None:
-    """ModelConfig._derive_model_shapes (model_config.py:1341-1350), run by ModelConfig.__init__
-    (:885) before any model is built: a text config whose `head_dim` is missing or None gets
+    """ModelConfig._derive_model_shapes, run by ModelConfig.__init__ before any model is built
+    (the record has where): a text config whose `head_dim` is missing or None gets
     `hidden_size // num_attention_heads`, written into it, and TransformersBase reads that
     (mixtral's default config has `head_dim=None`: SGLang's own loader serves it). Where the config
     lacks those, SGLang's ModelConfig raises; the gates that read them stop there instead."""
