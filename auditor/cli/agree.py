@@ -1,4 +1,6 @@
-"""`auditor agree RESULTS --policies A,B`: where two decorator policies disagree (exit 1 if any)."""
+"""`auditor agree RESULTS --policies A,B`: where two decorator policies disagree, and where an
+engine's emulated gates and its own construction give a type different verdicts without the release
+record saying why (exit 1 if either)."""
 
 from __future__ import annotations
 
@@ -18,7 +20,11 @@ def add_parser(subparsers) -> None:
     p = subparsers.add_parser(
         "agree", help=f"compare two decorator policies cell by cell (e.g. legacy against {_ENGINE_POLICY})",
         description="Compare two decorator policies of one run cell by cell: status, and the refusal "
-                    "message word for word. Writes agreement-A-B.md next to the results.")
+                    "message word for word. Where a policy is an engine's and the run has its serves rows, "
+                    "also its own construction's verdict against its emulated gates' per type, each "
+                    "difference with the release record's reason or marked unexplained. Writes "
+                    "agreement-A-B.md next to the results; exit 1 on a disagreement or an unexplained "
+                    "difference.")
     p.add_argument("results", type=Path, help="a results.jsonl file or run directory")
     p.add_argument("--policies", default=_DEFAULT, help=f"the two policies (default: {_DEFAULT})")
     p.add_argument("-o", "--output", type=Path, help="directory for the markdown (default: the run's)")
@@ -26,7 +32,13 @@ def add_parser(subparsers) -> None:
 
 
 def run_agree(args: argparse.Namespace) -> int:
-    from auditor.report.agreement import compare_policies, missing_policies, render_markdown
+    from auditor.report.agreement import (
+        compare_policies,
+        compare_verdicts,
+        missing_policies,
+        render_markdown,
+        render_verdicts,
+    )
 
     names = [name.strip() for name in args.policies.split(",") if name.strip()]
     if len(names) != 2:
@@ -39,6 +51,9 @@ def run_agree(args: argparse.Namespace) -> int:
                          f"(it has: {', '.join(sorted(p for p in present if p)) or 'none'})")
     agreement = compare_policies(run, *names)
     text = render_markdown(agreement)
+    verdicts = [found for name in names if name in engines.names()
+                for found in [compare_verdicts(run, name, _explained(run, name))] if found is not None]
+    text += "".join("\n" + render_verdicts(found) for found in verdicts)
     outdir = args.output or run.path.parent
     path = outdir / f"agreement-{names[0]}-{names[1]}.md"
     try:
@@ -48,4 +63,14 @@ def run_agree(args: argparse.Namespace) -> int:
         raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from None
     print(text, end="")
     print(f"Written to {path}", file=sys.stderr)
-    return EXIT_OK if agreement.agrees else EXIT_FINDINGS
+    unexplained = any(found.unexplained for found in verdicts)
+    return EXIT_OK if agreement.agrees and not unexplained else EXIT_FINDINGS
+
+
+def _explained(run, name: str) -> dict[str, str]:
+    """The engine release record's reasons for its differences, of the release the run recorded."""
+    from auditor.engines.interface import pick_release
+
+    engine = engines.get(name)
+    recorded = next((info.version for info in run.info.engines if info.name == name), None)
+    return dict(pick_release(engine.releases, recorded).differs)

@@ -223,6 +223,10 @@ class EngineRelease:
     # own code: scripts/engine_release.py reads it for install_vllm.sh, with the lock
     # constraints/<engine>-<version>.txt where there is one); "" where no test venv is made.
     tested_transformers: str = ""
+    # (model type, why) where the engine's own construction (its serves rows) and the emulated gates
+    # give the type different verdicts, each with its reason: what the emulation does not copy.
+    # `auditor agree RUN --policies fixed,ENGINE` lists every other difference as unexplained.
+    differs: tuple[tuple[str, str], ...] = ()
 
 
 def cited(release: EngineRelease, step: str) -> str:

@@ -1,16 +1,21 @@
-"""Do two decorator policies agree? The fidelity check of `legacy` against the real vLLM decorator.
+"""Do two decorator policies agree? The fidelity check of `legacy` against the real vLLM decorator,
+and of an engine's emulated gates against its own construction.
 
 Pure: a run in, the cells where the two policies disagree out (status, or the refusal
-message, which must match word for word).
+message, which must match word for word); and, where the run has the engine's whole answer (its
+serves rows), the types whose emulated verdict is another, each with the release record's reason
+where it gives one.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from auditor.core.results import Result, Run
 from auditor.core.status import Status
 from auditor.report.matrix import run_cells
+from auditor.report.serve import Serves, whole_and_emulated
 
 
 @dataclass(frozen=True)
@@ -81,6 +86,60 @@ def compare_policies(run: Run, first: str, second: str) -> Agreement:
             apart = a is not None and b is not None and {a.status, b.status} & UNANSWERED
             (unanswered if apart else disagreements).append(Disagreement(model_type, check, component, a, b))
     return Agreement(first, second, compared - len(unanswered), tuple(disagreements), tuple(unanswered))
+
+
+@dataclass(frozen=True)
+class VerdictDifference:
+    """A type whose emulated verdict differs from the engine's own construction's."""
+
+    model_type: str
+    own: str  # the engine's own answer: `servable: ...`, `stops at serves/sglang: ...`
+    emulated: str  # the emulated gates': `servable`, `stops at backend/sglang/tp-plan: ...`
+    why: str = ""  # the release record's reason; "": unexplained
+
+
+@dataclass(frozen=True)
+class VerdictAgreement:
+    """The emulated gates against the engine's own construction, type by type (servable or stops;
+    an undecided side is not compared)."""
+
+    engine: str
+    compared: int
+    differences: tuple[VerdictDifference, ...]
+
+    @property
+    def unexplained(self) -> tuple[VerdictDifference, ...]:
+        return tuple(d for d in self.differences if not d.why)
+
+
+def compare_verdicts(run: Run, engine: str, explained: Mapping[str, str]) -> VerdictAgreement | None:
+    """`engine`'s own construction (serves rows) against its emulated gates over the run's types;
+    `explained`: model type -> why they differ (the release record's `differs`). None where the
+    run has no serves rows of the engine beside its emulated gates."""
+    pairs = whole_and_emulated([run], engine)
+    if not pairs:
+        return None
+    decided = [(own, emulated) for own, emulated in pairs
+               if Serves.UNDECIDED not in (own.serves, emulated.serves)]
+    differences = tuple(VerdictDifference(own.model_type, own.text, emulated.text, explained.get(own.model_type, ""))
+                        for own, emulated in decided if own.serves is not emulated.serves)
+    return VerdictAgreement(pairs[0][0].engine.title, len(decided), differences)
+
+
+def render_verdicts(agreement: VerdictAgreement) -> str:
+    count = len(agreement.differences)
+    lines = [f"## {agreement.engine}'s own construction against its emulated gates\n",
+             f"{agreement.compared} types compared, {count} differ, {len(agreement.unexplained)} of them unexplained "
+             "(the release record's `differs` gives the reason of the others).\n"]
+    if agreement.differences:
+        lines += ["| model type | own construction | emulated gates | why (release record) |", "|---|---|---|---|"]
+        lines += [f"| {d.model_type} | {_text(d.own)} | {_text(d.emulated)} | {_text(d.why) or '**unexplained**'} |"
+                  for d in agreement.differences]
+    return "\n".join(lines) + "\n"
+
+
+def _text(text: str) -> str:
+    return text.replace("|", "\\|")[:200]
 
 
 def render_markdown(agreement: Agreement) -> str:

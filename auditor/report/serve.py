@@ -152,6 +152,31 @@ def _verdict(env: str, model_type: str, engine: EngineInfo, rows: dict[str, Cell
     if whole is not None:
         return whole
     own = bool(engine.policy) and any(column in rows for _, column in _gate_columns(engine, True))
+    return _gated(env, model_type, engine, rows, own)
+
+
+def whole_and_emulated(runs: Sequence[Run], engine_name: str) -> tuple[tuple[ServeVerdict, ServeVerdict], ...]:
+    """Per environment and model type with both: the engine's whole answer (its own construction,
+    the serves row) and the emulated gates' verdict (the backend check's rows without a policy):
+    what `auditor agree` holds the emulation to."""
+    by_env: dict[str, dict[str, dict[str, CellVerdict]]] = {}
+    for (env, model_type, column), claims in cell_claims(runs).items():
+        by_env.setdefault(env, {}).setdefault(model_type, {})[column] = judge(claims)
+    pairs = []
+    for env, info in environment_infos(runs).items():
+        for engine in (e for e in info.engines if e.name == engine_name):
+            for model_type, rows in sorted(by_env.get(env, {}).items()):
+                whole = _whole(env, model_type, engine, rows.get(serves_column(engine)))
+                emulated = _gated(env, model_type, engine, rows, False)
+                if whole is not None and emulated is not None:
+                    pairs.append((whole, emulated))
+    return tuple(pairs)
+
+
+def _gated(env: str, model_type: str, engine: EngineInfo, rows: dict[str, CellVerdict],
+           own: bool) -> ServeVerdict | None:
+    """The verdict of the engine's gates (its own functions' rows, or the emulation's); None where
+    the backend check did not run on the type."""
     columns = _gate_columns(engine, own)
     if not any(column in rows for _, column in columns):
         return None  # the backend check did not run on this type

@@ -4,8 +4,9 @@ scripts/install_sglang.sh; the nox session `sglang` and .ci/run run these tests 
 tests/engines/SGLANG_TESTS). On a machine without a GPU the CUDA-only sglang-kernel is stood in for
 (shim `sgl-kernel`): the one stand-in, named on every row.
 
-One sweep for the module: `auditor sweep --engine sglang==0.5.23 --checks build,backend,serves`, the
-user's command (the installed release: no venv of its own), over types that pass and stop.
+One sweep for the module: `auditor sweep --engine sglang==0.5.23 --checks build,backend,serves
+--policies fixed,sglang`, the user's command (the installed release: no venv of its own), over types
+that pass and stop; then `auditor agree` on it.
 """
 
 from __future__ import annotations
@@ -33,7 +34,8 @@ def swept(tmp_path_factory):
 
     out = tmp_path_factory.mktemp("sglang") / "run"
     done = run_auditor("sweep", "--engine", f"sglang=={version('sglang')}", "--models", ",".join(TYPES),
-                       "--checks", "build,backend,serves", "-o", str(out), "--jobs", "1")
+                       "--checks", "build,backend,serves", "--policies", "fixed,sglang", "-o", str(out),
+                       "--jobs", "1")
     assert done.returncode in (0, 1), done.stderr[-3000:]
     header, rows = read_rows(out)
     serves = {row["model_type"]: row for row in rows if row["check"] == "serves" and row["component"] == "sglang"}
@@ -101,3 +103,21 @@ def test_sglangs_own_verdict_agrees_with_the_emulated_gates_or_the_record_says_w
 def test_the_summary_reads_sglangs_own_answer(swept):
     summary = (swept[3] / "summary.md").read_text()
     assert "SGLang 0.5.23 (own code) 3 (0 native, 3 by the Transformers backend)" in summary
+
+
+def test_agree_holds_the_emulated_gates_to_sglangs_own_construction(swept):
+    """`auditor agree RUN --policies fixed,sglang`: beside the gate cells, SGLang's own verdict
+    against the emulated gates' per type; gemma3n_text differs, and the release record says why."""
+    from auditor.core.results import read_run
+    from auditor.engines.sglang.releases import RELEASE
+    from auditor.report.agreement import compare_verdicts
+
+    out = swept[3]
+    done = run_auditor("agree", str(out), "--policies", "fixed,sglang")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "SGLang's own construction against its emulated gates" in done.stdout
+    found = compare_verdicts(read_run(out), "sglang", dict(RELEASE.differs))
+    assert found.compared == len(TYPES) and [d.model_type for d in found.differences] == ["gemma3n_text"]
+    assert not found.unexplained and found.differences[0].why in done.stdout.replace("\\|", "|")
+    # Without the record's reason the same difference is unexplained: agree's exit 1.
+    assert [d.model_type for d in compare_verdicts(read_run(out), "sglang", {}).unexplained] == ["gemma3n_text"]

@@ -17,13 +17,12 @@ from auditor.engines.interface import EngineRelease
 class SglangRelease(EngineRelease):
     """`shims`: the environment shims (shims.py) this release's own construction needs where this
     machine lacks what it asks (a machine without a GPU: `sgl-kernel`; every machine: the meta
-    device's two); `loader`: file:line of the steps of its own model loader the serves rows name;
-    `differs`: (model type, why) where SGLang's own construction (serves/sglang) and the emulated
-    gates give the type different verdicts, each with its reason: what the emulation does not copy."""
+    device's two); `loader`: file:line of the steps of its own model loader the serves rows name.
+    `differs` (the base record's): where SGLang's own construction (serves/sglang) and the emulated
+    gates give a type different verdicts, each with its reason."""
 
     shims: tuple[str, ...] = ()
     loader: tuple[tuple[str, str], ...] = ()
-    differs: tuple[tuple[str, str], ...] = ()
 
 
 V0_5_23 = SglangRelease(
@@ -39,6 +38,7 @@ V0_5_23 = SglangRelease(
         "get_hf_text_config (dict sub-config)": "srt/utils/hf_transformers/common.py:566-571",
         "_is_moe_model": "srt/model_loader/utils.py:35-69",
         "ModelConfig.is_multimodal": "srt/configs/model_config.py:809-827",
+        "_derive_model_shapes": "srt/configs/model_config.py:1341-1350 (run by ModelConfig.__init__, 885)",
         "_get_transformers_backend_arch": "srt/model_loader/utils.py:79-100",
         "can_enable_torch_compile": "srt/models/transformers.py:71-91",
         "_getattr_first": "srt/models/transformers.py:107-113",
