@@ -133,13 +133,13 @@ def render_verdicts(agreement: VerdictAgreement) -> str:
              "(the release record's `differs` gives the reason of the others).\n"]
     if agreement.differences:
         lines += ["| model type | own construction | emulated gates | why (release record) |", "|---|---|---|---|"]
-        lines += [f"| {d.model_type} | {_text(d.own)} | {_text(d.emulated)} | {_text(d.why) or '**unexplained**'} |"
-                  for d in agreement.differences]
+        lines += [f"| {d.model_type} | {_text(d.own)[:200]} | {_text(d.emulated)[:200]} | "
+                  f"{_text(d.why) or '**unexplained**'} |" for d in agreement.differences]
     return "\n".join(lines) + "\n"
 
 
 def _text(text: str) -> str:
-    return text.replace("|", "\\|")[:200]
+    return text.replace("|", "\\|")
 
 
 def render_markdown(agreement: Agreement) -> str:
