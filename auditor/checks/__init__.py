@@ -13,8 +13,11 @@ def register(cls: type[Check]) -> type[Check]:
 
 
 def available() -> list[str]:
+    """Every check: the built-in ones in their modules' order (whatever imported one first), then
+    any a plugin registered, in the order it did."""
     _load_builtin()
-    return list(_REGISTRY)
+    order = {module: index for index, module in enumerate(_BUILTIN)}
+    return sorted(_REGISTRY, key=lambda name: order.get(_REGISTRY[name].__module__, len(order)))
 
 
 def get(name: str) -> Check:
@@ -29,6 +32,10 @@ def model_runners(names) -> list[str]:
     """Those of the checks `names` that build real models on --device (the tiny and compile
     checks): what decides the default device and which Ray tasks ask for GPUs."""
     return [name for name in names if get(name).runs_models]
+
+
+_BUILTIN = tuple(f"auditor.checks.{module}" for module in
+                 ("backend", "build", "compile", "decorate", "engine_config", "pickling", "serves", "tiny"))
 
 
 def _load_builtin() -> None:
