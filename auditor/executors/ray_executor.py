@@ -166,8 +166,11 @@ class RayExecutor:
     def close(self) -> None:
         """Leave the cluster; a local one stops with us, a remote one ends our job's workers."""
         if self._connected:
+            import gc
+
             import ray
 
+            gc.collect()  # task refs held in cycles (an exception's frames) go while the core worker lives
             ray.shutdown()
             self._connected = False
 
