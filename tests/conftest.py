@@ -21,6 +21,11 @@ TROUBLEMAKERS = str(PLUGINS / "troublemakers.py")
 def auditor_env() -> dict[str, str]:
     env = dict(os.environ)
     env["HF_HUB_OFFLINE"] = "1"
+    # A sweep run inside this test process (a local Ray cluster) keeps Ray off the network by
+    # setting this in os.environ (auditor.remote.ray_trip.loopback_only); a process started as
+    # a user would start it does not inherit that: on Linux it would stop `ray start --address`
+    # from joining a cluster ("Multi-node Ray clusters are not supported on Windows and OSX").
+    env.pop("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", None)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
     return env
 
