@@ -1,7 +1,9 @@
 """`python scripts/engine_release.py ENGINE`: the release of ENGINE this project tests its own code
 with, and that release's tested transformers: "0.34.0 5.18.0". Read from the engine's release
 records (the newest record), so that a new release is one record: CI and scripts/install_vllm.sh
-ask here. Needs only `packaging` beside the checkout (a fresh venv has no auditor installed)."""
+ask here. `engine_release.py ENGINE --torch`: the torch that release pins ("==2.14.1"), which CI
+installs once for both engine venvs (scripts/link_shared.sh). Needs only `packaging` beside the
+checkout (a fresh venv has no auditor installed)."""
 
 from __future__ import annotations
 
@@ -14,12 +16,14 @@ import auditor.engines as engines  # noqa: E402
 from auditor.engines.interface import pick_release  # noqa: E402
 
 
-def main(name: str) -> str:
+def main(name: str, torch: bool = False) -> str:
     release = pick_release(engines.get(name).releases, None)
+    if torch:
+        return release.torch
     return f"{release.version} {release.tested_transformers}".strip()
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 2:
-        sys.exit("usage: engine_release.py ENGINE")
-    print(main(sys.argv[1]))
+    if len(sys.argv) not in (2, 3) or sys.argv[2:] not in ([], ["--torch"]):
+        sys.exit("usage: engine_release.py ENGINE [--torch]")
+    print(main(sys.argv[1], torch=sys.argv[2:] == ["--torch"]))
