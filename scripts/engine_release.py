@@ -2,7 +2,7 @@
 with, and that release's tested transformers: "0.34.0 5.18.0". Read from the engine's release
 records (the newest record), so that a new release is one record: CI and scripts/install_vllm.sh
 ask here. `engine_release.py ENGINE --torch`: the torch that release pins ("==2.14.1"), which CI
-installs once for both engine venvs (scripts/link_shared.sh). Needs only `packaging` beside the
+installs once for both engine venvs (scripts/link_shared.py). Needs only `packaging` beside the
 checkout (a fresh venv has no auditor installed)."""
 
 from __future__ import annotations

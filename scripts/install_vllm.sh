@@ -14,8 +14,8 @@ repo="$(cd "$(dirname "$0")/.." && pwd)"
 python3 -m venv "$venv"
 . "$venv/bin/activate"
 pip install -q --upgrade pip packaging >/dev/null
-# CI: packages another engine venv shares (scripts/link_shared.sh), linked in before any install.
-[ -n "${AUDITOR_SHARED_SITE:-}" ] && bash "$repo/scripts/link_shared.sh" "$AUDITOR_SHARED_SITE"
+# CI: packages another engine venv shares (scripts/link_shared.py), linked in before any install.
+[ -n "${AUDITOR_SHARED_SITE:-}" ] && python "$repo/scripts/link_shared.py" "$AUDITOR_SHARED_SITE"
 # No VERSION: the release the records test (the newest record) and its tested transformers.
 if [ -z "${2:-}" ]; then
   read -r version tested < <(python "$repo/scripts/engine_release.py" vllm)
