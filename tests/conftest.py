@@ -21,11 +21,6 @@ TROUBLEMAKERS = str(PLUGINS / "troublemakers.py")
 def auditor_env() -> dict[str, str]:
     env = dict(os.environ)
     env["HF_HUB_OFFLINE"] = "1"
-    # A sweep run inside this test process (a local Ray cluster) keeps Ray off the network by
-    # setting this in os.environ (auditor.remote.ray_trip.loopback_only); a process started as
-    # a user would start it does not inherit that: on Linux it would stop `ray start --address`
-    # from joining a cluster ("Multi-node Ray clusters are not supported on Windows and OSX").
-    env.pop("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", None)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
     return env
 
@@ -118,6 +113,28 @@ SHARED_GROUPS = {
                      "tests/report/test_expected_view.py"),
 }
 _GROUP_OF = {path: group for group, paths in SHARED_GROUPS.items() for path in paths}
+
+
+# Ray's cluster mode as the test session found it. A sweep run inside a test process keeps its local
+# Ray cluster on loopback by turning that mode off for the process (auditor.remote.ray_trip.
+# loopback_only: os.environ and Ray's constant), which a CLI process does once and ends with; in a
+# pytest worker it outlived the test and changed later ones, depending on which worker ran what: a
+# cluster a later module starts in-process came up loopback-only while the sweeps it started
+# joined it in cluster mode (they hung), and `ray start --address` refused to join a head.
+_RAY_CLUSTER_MODE = os.environ.get("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    """Each test (and the fixtures it sets up) starts in the Ray cluster mode the session began in."""
+    if _RAY_CLUSTER_MODE is None:
+        os.environ.pop("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", None)
+    else:
+        os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = _RAY_CLUSTER_MODE
+    constants = sys.modules.get("ray._private.ray_constants")
+    if constants is not None:
+        constants.ENABLE_RAY_CLUSTER = constants.env_bool(constants.ENABLE_RAY_CLUSTERS_ENV_VAR,
+                                                          not constants.IS_WINDOWS_OR_OSX)
 
 
 @pytest.hookimpl(optionalhook=True)

@@ -22,7 +22,12 @@ from tests.conftest import auditor_env
 
 def env(**extra: str) -> dict[str, str]:
     """The environment of a `ray start` and of whoever joins the cluster."""
-    return {**auditor_env(), "RAY_AUTH_MODE": "token", "RAY_USAGE_STATS_ENABLED": "0", **extra}
+    env = {**auditor_env(), "RAY_AUTH_MODE": "token", "RAY_USAGE_STATS_ENABLED": "0", **extra}
+    # As from a user's shell: Ray's cluster mode as Ray sets it here, whatever a sweep run inside
+    # this test process set (off, which stops `ray start --address` from joining a head on Linux).
+    if "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER" not in extra:
+        env.pop("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", None)
+    return env
 
 
 def _ray() -> str:
