@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from auditor.core.results import Result, Run
 from auditor.core.status import Status
 from auditor.report.matrix import run_cells
-from auditor.report.serve import Serves, whole_and_emulated
+from auditor.report.serve import Serves, ServeVerdict, whole_and_emulated
 
 
 @dataclass(frozen=True)
@@ -106,6 +106,9 @@ class VerdictAgreement:
     engine: str
     compared: int
     differences: tuple[VerdictDifference, ...]
+    # Types the engine built with a class of its own (its serves row's impl `native`): not compared,
+    # since the emulated gates are its Transformers backend's, which such a type never meets.
+    native: tuple[str, ...] = ()
 
     @property
     def unexplained(self) -> tuple[VerdictDifference, ...]:
@@ -119,11 +122,17 @@ def compare_verdicts(run: Run, engine: str, explained: Mapping[str, str]) -> Ver
     pairs = whole_and_emulated([run], engine)
     if not pairs:
         return None
+    native = tuple(own.model_type for own, _ in pairs if _built_natively(own))
     decided = [(own, emulated) for own, emulated in pairs
-               if Serves.UNDECIDED not in (own.serves, emulated.serves)]
+               if Serves.UNDECIDED not in (own.serves, emulated.serves) and not _built_natively(own)]
     differences = tuple(VerdictDifference(own.model_type, own.text, emulated.text, explained.get(own.model_type, ""))
                         for own, emulated in decided if own.serves is not emulated.serves)
-    return VerdictAgreement(pairs[0][0].engine.title, len(decided), differences)
+    return VerdictAgreement(pairs[0][0].engine.title, len(decided), differences, native)
+
+
+def _built_natively(own: ServeVerdict) -> bool:
+    """The engine's own construction took its native class for the type (served or not)."""
+    return own.row is not None and own.row.extras.get("impl") == "native"
 
 
 def render_verdicts(agreement: VerdictAgreement) -> str:
@@ -131,6 +140,10 @@ def render_verdicts(agreement: VerdictAgreement) -> str:
     lines = [f"## {agreement.engine}'s own construction against its emulated gates\n",
              f"{agreement.compared} types compared, {count} differ, {len(agreement.unexplained)} of them unexplained "
              "(the release record's `differs` gives the reason of the others).\n"]
+    if agreement.native:
+        lines.append(f"Not compared: {len(agreement.native)} types {agreement.engine} built with a class of its own "
+                     "(native), which never meet the Transformers backend's gates that the emulation copies: "
+                     f"{', '.join(agreement.native)}.\n")
     if agreement.differences:
         lines += ["| model type | own construction | emulated gates | why (release record) |", "|---|---|---|---|"]
         lines += [f"| {d.model_type} | {_text(d.own)[:200]} | {_text(d.emulated)[:200]} | "

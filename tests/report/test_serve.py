@@ -283,3 +283,45 @@ def test_the_engines_whole_answer_decides_where_the_run_has_it(tmp_path):
     assert table["llama"]["serve/vllm"] == "servable: native LlamaForCausalLM"
     assert table["llama"]["serve/vllm/path"] == "native LlamaForCausalLM"
     assert table["bloom"]["serve/vllm/fault"] == "environment"
+
+
+def test_agree_compares_the_emulated_gates_only_with_what_the_engine_built_through_its_transformers_backend(tmp_path):
+    """Crafted rows, as above (the serves check needs vLLM; the SGLang venv's tests compare a real
+    run). A type vLLM built with a class of its own meets none of the Transformers backend's gates
+    the emulation copies: it is listed as not compared, never as a difference (falcon: servable
+    native while the emulation stops it at the registry, which sends it to vLLM's own class)."""
+    from dataclasses import replace
+
+    from auditor.core.results import Result
+    from auditor.core.status import Status
+    from auditor.report.agreement import compare_verdicts, render_verdicts
+
+    record = replace(engines.get("vllm").record(), version="0.34.0")
+
+    def served(model_type, status, message, fault="", **extras):
+        return Result(model_type, "serves", Status(status), component="vllm", message=message, fault=fault,
+                      extras=extras)
+
+    native = "Transformers backend"
+    rows = [result(t, "build", check="backend", component="registry") for t in ("llama", "gemma", "gemma4")]
+    rows += [result(t, "unsupported", check="backend", component="registry", message="no backend class")
+             for t in ("falcon", "aria")]
+    rows += [served("llama", "build", "servable: native LlamaForCausalLM", impl="native"),
+             served("falcon", "build", "servable: native FalconForCausalLM", impl="native"),
+             served("gemma4", "unsupported", "AttributeError: 'NoneType' object has no attribute 'hidden_size'",
+                    fault="engine", impl="native", step="constructor"),
+             served("gemma", "build", "servable: Transformers backend (TransformersForCausalLM)", impl=native),
+             served("aria", "build", "servable: Transformers backend (TransformersMultiModalMoEForCausalLM)",
+                    impl=native)]
+    run = read_run(write_run(tmp_path / "run", rows, checks=("backend", "serves"), engines=(record,)))
+
+    found = compare_verdicts(run, "vllm", {})
+    assert found.compared == 2 and found.native == ("falcon", "gemma4", "llama")
+    assert [(d.model_type, d.why) for d in found.differences] == [("aria", "")]
+    assert [d.model_type for d in found.unexplained] == ["aria"]
+    text = render_verdicts(found)
+    assert "2 types compared, 1 differ, 1 of them unexplained" in text
+    assert "Not compared: 3 types vLLM built with a class of its own (native)" in text
+    assert "falcon" not in text.split("| model type |")[1]  # in the not-compared line only
+    explained = compare_verdicts(run, "vllm", {"aria": "the swept class's architecture is AriaModel"})
+    assert not explained.unexplained and explained.differences[0].why.startswith("the swept class")

@@ -167,6 +167,24 @@ V0_34_0 = VllmRelease(
         "compilation/decorators.py: the compile cache's code factors (get_code_factors) replace its hash; "
         "traced files are Paths (the decorator's signature check is unchanged)",
     ),
+    # `auditor agree RUN --policies fixed,vllm` over every type of transformers 5.18.0 in this release's
+    # venv (2026-12-05): 416 types vLLM built through its Transformers backend compared, these 4 differ.
+    differs=(
+        ("aria", "the emulated gates are given the swept class's architecture (AriaModel), which vLLM's "
+                 "registry sends to a multi-modal MoE embedding class it does not have (model_executor/models/"
+                 "registry.py:826-872); vLLM's own construction is given a checkpoint's architecture "
+                 "(AriaForConditionalGeneration), which its Transformers backend serves"),
+        ("instructblipvideo", "vLLM's multi-modal Transformers backend asks the processor for an image, video or "
+                              "audio processor (model_executor/models/transformers/multimodal.py:145-157) and "
+                              "InstructBlipVideoProcessor exposes none of them; the emulation reads no processor"),
+        ("kimi_k25", "as aria: the swept Kimi_K25Model has no multi-modal MoE embedding class in vLLM, a "
+                     "checkpoint's Kimi_K25ForConditionalGeneration is served by the Transformers backend"),
+        ("t5gemma2", "vLLM's compile decorator checks the positional arguments of a decorated __init__ against "
+                     "the annotations of its parameters, `self` included (compilation/decorators.py:385-397), so "
+                     "each argument meets the annotation of the parameter before it: T5Gemma2Decoder(config, "
+                     "eoi_token_index) meets `config: T5Gemma2DecoderConfig` with an int and raises TypeError. "
+                     "The emulated decorate gate does not copy this check of the wrapped __init__"),
+    ),
 )
 
 RELEASES: tuple[VllmRelease, ...] = (V0_33_0, V0_34_0)
