@@ -24,6 +24,6 @@ def main(name: str, torch: bool = False) -> str:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) not in (2, 3) or sys.argv[2:] not in ([], ["--torch"]):
+    if len(sys.argv) < 2 or sys.argv[2:] not in ([], ["--torch"]):
         sys.exit("usage: engine_release.py ENGINE [--torch]")
     print(main(sys.argv[1], torch=sys.argv[2:] == ["--torch"]))

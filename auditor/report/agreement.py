@@ -124,7 +124,7 @@ def compare_verdicts(run: Run, engine: str, explained: Mapping[str, str]) -> Ver
         return None
     native = tuple(own.model_type for own, _ in pairs if _built_natively(own))
     decided = [(own, emulated) for own, emulated in pairs
-               if Serves.UNDECIDED not in (own.serves, emulated.serves) and not _built_natively(own)]
+               if Serves.UNDECIDED not in (own.serves, emulated.serves) and own.model_type not in native]
     differences = tuple(VerdictDifference(own.model_type, own.text, emulated.text, explained.get(own.model_type, ""))
                         for own, emulated in decided if own.serves is not emulated.serves)
     return VerdictAgreement(pairs[0][0].engine.title, len(decided), differences, native)
