@@ -35,11 +35,11 @@ def model_runners(names) -> list[str]:
 
 
 _BUILTIN = tuple(f"auditor.checks.{module}" for module in
-                 ("backend", "build", "compile", "decorate", "engine_config", "pickling", "serves", "tiny"))
+                 ("backend", "build", "compile", "decorate", "engine_config", "pickling", "serves", "tiny", "weights"))
 
 
 def _load_builtin() -> None:
-    from auditor.checks import backend, build, compile, decorate, engine_config, pickling, serves, tiny  # noqa: F401  (they register themselves)
+    from auditor.checks import backend, build, compile, decorate, engine_config, pickling, serves, tiny, weights  # noqa: F401  (they register themselves)
 
 
 __all__ = ["CaseContext", "Check", "Options", "available", "get", "model_runners", "register"]

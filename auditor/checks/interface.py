@@ -48,6 +48,11 @@ class Options:
     # or why it did not start (auditor.remote.ray_trip.LocalCluster);
     # empty: a worker starts a cluster of its own when it needs one.
     ray_cluster: str = ""
+    # The weights check: where it saves each type's tiny checkpoint and outputs (WEIGHTS_SAVE/TYPE;
+    # empty: a temporary folder, gone after the type), and the folder of another run's saved
+    # checkpoints it loads and compares instead (an older release's: upgrade-check's base side).
+    weights_save: str = ""
+    weights_from: str = ""
 
     @property
     def decorator_policies(self) -> tuple[str, ...]:
@@ -102,8 +107,9 @@ class CaseContext:
 
     def config(self):
         """The model type's default config; for a case of `--remote-code DIR`, the directory's
-        config, loaded with trust_remote_code=True."""
-        from auditor.models.meta import make_config
+        config, loaded with trust_remote_code=True; for a `--checkpoint DIR`, its config.json as
+        it is (never remote code)."""
+        from auditor.models.meta import load_checkpoint_config, make_config
         from auditor.remote.twin import load_remote_config
 
         if self._config_failure is not None:
@@ -111,7 +117,9 @@ class CaseContext:
         if self._config is None:
             try:
                 remote = self.case.remote_code
-                self._config = load_remote_config(remote) if remote else make_config(self.case.model_type)
+                self._config = (load_remote_config(remote) if remote
+                                else load_checkpoint_config(self.case.checkpoint) if self.case.checkpoint
+                                else make_config(self.case.model_type))
             except BaseException as exc:
                 self._config_failure = exc
                 raise

@@ -39,7 +39,7 @@ def add_parser(subparsers) -> None:
     p.add_argument("--to", dest="new", metavar="VERSION_OR_PATH",
                    help="the transformers to upgrade to (default with --to-engine: the --from one)")
     sweep = p.add_argument_group("sweep options, the same for both sides (defaults: the sweep's)")
-    add_side_arguments(sweep, ("models", "exclude", "checks", "policies", "jobs", "timeout"))
+    add_side_arguments(sweep, ("models", "exclude", "checkpoints", "checks", "policies", "jobs", "timeout"))
     add_engine_argument(sweep)
     sweep.add_argument("--to-engine", dest="to_engines", action="append", default=[], metavar="NAME==VERSION",
                        help="an engine upgrade: the new side gets this release in place of --engine's of that "
@@ -62,6 +62,7 @@ def run_upgrade_check(args: argparse.Namespace) -> int:
     if args.new is None and not args.to_engines:
         raise InputError("upgrade-check needs --to (or --to-engine, for an engine upgrade)")
     plan = plan_check(args.base, args.new if args.new is not None else args.base, models=args.models, exclude=args.exclude, checks=args.checks,
+                      checkpoints=args.checkpoints,
                       policies=args.policies, jobs=args.jobs, timeout=args.timeout, output=args.output,
                       allow=args.allow, resume=args.resume, overwrite=args.overwrite, engines=args.engines,
                       to_engines=args.to_engines)

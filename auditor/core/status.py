@@ -49,14 +49,24 @@ class Status(str, Enum):
     MISMATCH = "mismatch"
     EAGER_ERROR = "eager-error"
     COMPILE_ERROR = "compile-error"
+    # Outcomes of the weights check (auditor/checks/weights.py): a checkpoint saved and loaded again.
+    SAME = "same"
+    LOADED = "loaded"
+    DIFFERENT_OUTPUTS = "different-outputs"
+    KEYS = "keys"
+    CONFIG_REFUSED = "config-refused"
+    TYPE_REMOVED = "type-removed"
+    LOAD_ERROR = "load-error"
+    FORWARD_ERROR = "forward-error"
 
     def __str__(self) -> str:
         return self.value
 
     @property
     def ok(self) -> bool:
-        """`build` and `compiled` are passes; every other status is a finding."""
-        return self in (Status.BUILD, Status.COMPILED)
+        """`build`, `compiled` and the weights check's `same` and `loaded` are passes; every other
+        status is a finding."""
+        return self in (Status.BUILD, Status.COMPILED, Status.SAME, Status.LOADED)
 
     @property
     def description(self) -> str:
@@ -91,6 +101,17 @@ DESCRIPTIONS: dict[Status, str] = {
     Status.MISMATCH: "compile check: compiled and eager outputs differ beyond the dtype's tolerance",
     Status.EAGER_ERROR: "compile check: the forward fails even without compiling",
     Status.COMPILE_ERROR: "compile check: tracing or the backend failed in another way (a dynamo or inductor error)",
+    Status.SAME: "weights check: the saved checkpoint loaded with every key and gave the saved outputs within the "
+                 "tolerance the row names (OK, like `build`)",
+    Status.LOADED: "weights check on a checkpoint's safetensors headers: every tensor mapped onto the model built on "
+                   "the meta device, none missing, unexpected or of another shape (OK, like `build`)",
+    Status.DIFFERENT_OUTPUTS: "weights check: every key loaded, but the outputs on the saved input differ beyond the "
+                              "tolerance (max abs and relative difference on the row)",
+    Status.KEYS: "weights check: keys missing, unexpected or of another shape when loading (each named)",
+    Status.CONFIG_REFUSED: "weights check: the saved config.json is refused by this release's config class",
+    Status.TYPE_REMOVED: "weights check: this release no longer has the saved model type or its class",
+    Status.LOAD_ERROR: "weights check: `from_pretrained` (or the header mapping) raised",
+    Status.FORWARD_ERROR: "weights check: the loaded model's forward on the saved input raised",
 }
 
 # The machine's fault, not the model's and not the phase's: kept whatever phase raised them
@@ -114,6 +135,9 @@ DEFAULT_FAULT: dict[Status, Fault] = {
     Status.TIMEOUT: Fault.ENVIRONMENT, Status.OOM: Fault.ENVIRONMENT, Status.CRASH: Fault.ENVIRONMENT,
     Status.UNDECIDED: Fault.ENVIRONMENT, Status.DEVICE_ERROR: Fault.ENVIRONMENT,
     Status.AUDITOR_ERROR: Fault.AUDITOR,
+    Status.SAME: Fault.NONE, Status.LOADED: Fault.NONE,
+    Status.DIFFERENT_OUTPUTS: Fault.MODEL, Status.KEYS: Fault.MODEL, Status.CONFIG_REFUSED: Fault.MODEL,
+    Status.TYPE_REMOVED: Fault.MODEL, Status.LOAD_ERROR: Fault.MODEL, Status.FORWARD_ERROR: Fault.MODEL,
 }
 
 

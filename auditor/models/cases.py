@@ -17,9 +17,12 @@ class ModelCase:
     """One model type to audit, and where it came from."""
 
     model_type: str
-    source: str = "transformers"  # or "plugin", "remote-code"
+    source: str = "transformers"  # or "plugin", "remote-code", "checkpoint", "saved"
     # A --remote-code directory: its config is loaded with trust_remote_code=True.
     remote_code: str = ""
+    # A --checkpoint folder (config.json and safetensors): its config, at full size, is what every
+    # check builds; the weights check maps its safetensors headers.
+    checkpoint: str = ""
 
 
 class SelectionError(ValueError):

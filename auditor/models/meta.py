@@ -15,6 +15,18 @@ def make_config(model_type: str):
     return CONFIG_MAPPING[model_type]()
 
 
+def load_checkpoint_config(folder: str):
+    """A --checkpoint folder's config.json, offline, without remote code (a config that needs it
+    is refused with transformers' own message: the user names remote code with --remote-code)."""
+    from pathlib import Path
+
+    from transformers import AutoConfig
+
+    if not (Path(folder) / "config.json").is_file():
+        raise FileNotFoundError(f"no config.json in {folder}: a checkpoint folder holds config.json and safetensors")
+    return AutoConfig.from_pretrained(folder, local_files_only=True)
+
+
 @contextlib.contextmanager
 def meta_device():
     """The meta device plus transformers' own meta-safe creation helpers, where it has them."""

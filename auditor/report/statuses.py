@@ -31,7 +31,7 @@ class StatusStyle:
 
 
 def is_ok(status: str) -> bool:
-    """`build` and `compiled` are OK; anything else, known or not, is a finding."""
+    """The passes of Status.ok (`build`, `compiled`, `same`, `loaded`); anything else, known or not, is a finding."""
     try:
         return Status(status).ok
     except ValueError:
@@ -49,6 +49,14 @@ _LOOKS: dict[Status, tuple[str, str]] = {
     Status.MISMATCH: ("#e040fb", "mismatch"),
     Status.EAGER_ERROR: ("#8d6e63", "eager-err"),
     Status.COMPILE_ERROR: ("#ff7043", "cmp-err"),
+    Status.SAME: ("#66bb6a", "same"),
+    Status.LOADED: ("#a5d6a7", "loaded"),
+    Status.DIFFERENT_OUTPUTS: ("#d81b60", "diff-out"),
+    Status.KEYS: ("#ffa726", "keys"),
+    Status.CONFIG_REFUSED: ("#f48fb1", "cfg-ref"),
+    Status.TYPE_REMOVED: ("#9e9e9e", "removed"),
+    Status.LOAD_ERROR: ("#c62828", "load-err"),
+    Status.FORWARD_ERROR: ("#6d4c41", "fwd-err"),
     Status.REFUSED: ("#ff9800", "refused"),
     Status.CHECK_ERROR: ("#ffc107", "chk-err"),
     Status.DECORATE_ERROR: ("#ab47bc", "dec-err"),

@@ -114,6 +114,12 @@ OPTIONS: tuple[Option, ...] = (
            spelled=Spelled.GIVEN,
            help="also audit this local remote-code model directory (loaded with "
                 "trust_remote_code=True); alone, without --models, only these are audited"),
+    Option("checkpoints", ("--checkpoint",), Kind.PATHS, group="selection", default=(), metavar="DIR", sides=True,
+           spelled=Spelled.GIVEN,
+           help="also audit this checkpoint (repeatable): a model folder with config.json and safetensors, or a "
+                "Hugging Face cache folder (models--ORG--NAME/snapshots/REVISION/), each snapshot a row named "
+                "ORG/NAME@REVISION; every check runs on its real config, and the weights check maps its "
+                "safetensors headers (never the data); alone, without --models, only these are audited"),
     Option("shard", ("--shard",), Kind.TEXT, group="selection", metavar="I/N", experiment="shard",
            spelled=Spelled.GIVEN, sides=True,
            help="run only the I-th of N deterministic, disjoint slices of the selection "
@@ -124,6 +130,15 @@ OPTIONS: tuple[Option, ...] = (
            experiment="policies", spelled=Spelled.ALWAYS, sides=True,
            help=f"decorator policies: legacy, fixed, fixed-no-config-skip, {_ENGINE_POLICIES_TEXT} (an "
                 f"engine's real decorator, needs the engine), external:MODULE:ATTR (default: {_POLICIES_TEXT})"),
+    Option("weights_save", ("--weights-save",), Kind.PATH, group="checks", metavar="DIR", spelled=Spelled.GIVEN,
+           sides=True,
+           help="the weights check keeps each type's saved tiny checkpoint, input and outputs in DIR/TYPE "
+                "(default: a temporary folder per type), for a later --weights-from"),
+    Option("weights_from", ("--weights-from",), Kind.PATH, group="checks", metavar="DIR",
+           experiment="weights compared with", spelled=Spelled.GIVEN, sides=True,
+           help="the weights check loads the checkpoints another run saved with --weights-save (an older "
+                "transformers: upgrade-check's base side) and compares their outputs with the saved ones, "
+                "instead of saving its own; a type saved there that this release lacks is type-removed"),
     Option("device", ("--device",), Kind.TEXT, group="checks", choices=("meta", "cpu", "cuda"),
            experiment="device", spelled=Spelled.ALWAYS,
            help="where the checks that run models (tiny, compile) build them; build and decorate "

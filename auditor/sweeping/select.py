@@ -8,7 +8,7 @@ from auditor.core.errors import InputError
 from auditor.sweeping.events import SweepEvents
 from auditor.sweeping.options import flags
 from auditor.sweeping.plan import SweepPlan
-from auditor.sweeping.validate import remote_cases
+from auditor.sweeping.validate import checkpoint_cases, remote_cases, saved_types
 
 
 def select(plan: SweepPlan, events: SweepEvents) -> list:
@@ -22,11 +22,14 @@ def select(plan: SweepPlan, events: SweepEvents) -> list:
         cases.load_plugins(plan.settings.plugins)
         known = cases.discover()
         absent: list[str] | None = [] if request.allow_absent else None
-        selected = [] if request.remote_code and not request.models else cases.select(
+        # Types another run saved for the weights check that this release lacks: their rows say type-removed.
+        gone = [name for name in saved_types(request.weights_from) if name not in {c.model_type for c in known}]
+        known += [cases.ModelCase(name, source="saved") for name in gone]
+        selected = [] if (request.remote_code or request.checkpoints) and not request.models else cases.select(
             known, list(request.models), list(request.exclude), absent=absent)
         if absent:
             events.note(f"Not in this transformers (--allow-absent): {', '.join(absent)}.")
-        selected += remote_cases(request.remote_code)
+        selected += remote_cases(request.remote_code) + checkpoint_cases(request.checkpoints)
         if not selected and not absent:  # a release without the types asked for (--allow-absent) sweeps none
             given = shlex.join(flags(models=request.models, exclude=request.exclude))
             raise InputError(f"the selection is empty: {given} leaves none of the {len(known)} model types")
@@ -34,5 +37,5 @@ def select(plan: SweepPlan, events: SweepEvents) -> list:
             selected = cases.shard(selected, *cases.parse_shard(request.shard))
     except cases.SelectionError as exc:
         raise InputError(str(exc)) from None
-    events.note(f"Found {len(known)} model types; {len(selected)} selected.")
+    events.note(f"Found {len(known) - len(gone)} model types; {len(selected)} selected.")
     return selected

@@ -42,6 +42,8 @@ def validate(request: SweepRequest) -> SweepPlan:
     _check_outputs(request, outdir)
     _refuse_paths(request.models)
     remote_cases(request.remote_code)
+    checkpoint_cases(request.checkpoints)
+    _check_weights(request, names)
     # The cheap checks before the device's: torch is imported only for a backend it must name.
     request = replace(request, checks=names, policies=_validated_policies(request.policies),
                       compile_policy=_compile_policy(request.compile_policy),
@@ -52,7 +54,8 @@ def validate(request: SweepRequest) -> SweepPlan:
     options = Options(policies=request.policies, checks=names, plugins=request.plugins,
                       shared_policy_build=not request.build_per_policy, device=device, backend=backend, dtype=dtype,
                       compile_encoders=request.compile_encoders, compile_policy=request.compile_policy,
-                      compile_semantics=request.compile_semantics, compile_ungated=request.compile_ungated)
+                      compile_semantics=request.compile_semantics, compile_ungated=request.compile_ungated,
+                      weights_save=str(request.weights_save or ""), weights_from=str(request.weights_from or ""))
     settings = PoolSettings(
         jobs=request.jobs,
         timeout=request.timeout,
@@ -233,6 +236,49 @@ def remote_cases(directories: Sequence[str]):
         return cases_of(list(directories))
     except RemoteCodeError as exc:
         raise InputError(str(exc)) from None
+
+
+def checkpoint_cases(directories: Sequence[str]):
+    """The cases of --checkpoint folders (every snapshot of a cache folder its own); InputError
+    for a folder that is none, before any work."""
+    from auditor.models.cases import ModelCase
+    from auditor.models.checkpoints import CheckpointError, find_checkpoints
+
+    cases = []
+    try:
+        for directory in directories:
+            cases += [ModelCase(found.name, source="checkpoint", checkpoint=str(found.path))
+                      for found in find_checkpoints(directory)]
+    except CheckpointError as exc:
+        raise InputError(f"{BY_NAME['checkpoints'].flag} {exc}") from None
+    names = [case.model_type for case in cases]
+    twice = sorted({name for name in names if names.count(name) > 1})
+    if twice:
+        raise InputError(f"{BY_NAME['checkpoints'].flag} names {', '.join(twice)} twice (two folders of one "
+                         "name: rename one)")
+    return cases
+
+
+def saved_types(weights_from: Path | None) -> list[str]:
+    """The model types another run saved for the weights check in --weights-from."""
+    from auditor.checks.weights import REFERENCE_INFO
+
+    if weights_from is None:
+        return []
+    return sorted(path.parent.name for path in Path(weights_from).glob(f"*/{REFERENCE_INFO}"))
+
+
+def _check_weights(request: SweepRequest, checks: Sequence[str]) -> None:
+    save, load = BY_NAME["weights_save"].flag, BY_NAME["weights_from"].flag
+    if (request.weights_save or request.weights_from) and "weights" not in checks:
+        raise InputError(f"{save} and {load} are the weights check's: add it to {BY_NAME['checks'].flag}")
+    if request.weights_save and request.weights_from:
+        raise InputError(f"{save} and {load} contradict each other: a run either saves the checkpoints or "
+                         "compares with those another run saved")
+    if request.weights_from is not None and not Path(request.weights_from).is_dir():
+        raise InputError(f"{load} {request.weights_from}: no such folder")
+    if request.weights_save is not None:
+        _check_writable(Path(request.weights_save), save)
 
 
 def _validated_policies(names: Sequence[str]) -> tuple[str, ...]:

@@ -42,13 +42,16 @@ def plan_check(base: str, new: str, *, models: Sequence[str] = (), exclude: Sequ
                checks: str | None = None, policies: str | None = None, jobs: int | None = None,
                timeout: float | None = None, output: str | os.PathLike | None = None,
                allow: str | os.PathLike | None = None, resume: bool = False, overwrite: bool = False,
-               cwd: Path | None = None, engines: Sequence[str] = (), to_engines: Sequence[str] = ()) -> UpgradePlan:
+               cwd: Path | None = None, engines: Sequence[str] = (), to_engines: Sequence[str] = (),
+               checkpoints: Sequence[str] = ()) -> UpgradePlan:
     """The steps comparing transformers `base` and `new` (releases, or local wheels, sdists or
     source trees); `output` (relative to `cwd`) defaults to reports/upgrade-BASE-to-NEW. Options
     left None keep the sweep's defaults. `engines` ("vllm==0.33.0") are installed into both sides,
     whose sweeps then also run the engines' own functions; `to_engines` ("vllm==0.34.0") replace
     those of the same name on the new side (an engine upgrade: `new` may then be `base`). Bad
-    input (a side an engine excludes among it) is an InputError, found before any venv is touched."""
+    input (a side an engine excludes among it) is an InputError, found before any venv is touched.
+    `checkpoints` (--checkpoint folders, relative to `cwd`) are audited on both sides: does the
+    user's checkpoint still load, map and serve under the new release."""
     from auditor.sweeping.options import DEFAULT_CHECKS, DEFAULT_POLICIES
 
     runner.check_limits(jobs=jobs, timeout=timeout, resume=resume, overwrite=overwrite)
@@ -58,9 +61,11 @@ def plan_check(base: str, new: str, *, models: Sequence[str] = (), exclude: Sequ
     checks = checks if checks is not None else ",".join(DEFAULT_CHECKS)
     policies = policies if policies is not None else ",".join(DEFAULT_POLICIES)
     runner.check_names(checks)
+    cwd = cwd or Path.cwd()
+    checkpoints = [str((cwd / Path(folder).expanduser()).resolve()) for folder in checkpoints or ()]
+    runner.check_checkpoints(checkpoints)
     if allow is not None:
         _read_allow_list(Path(allow))
-    cwd = cwd or Path.cwd()
     try:
         base_spec, new_spec = parse_transformers(base, cwd), parse_transformers(new, cwd)
     except UpgradeSpecError as exc:
@@ -78,9 +83,11 @@ def plan_check(base: str, new: str, *, models: Sequence[str] = (), exclude: Sequ
         return plan_upgrade(
             base_spec, new_spec, outdir=outdir, noxfile=runner.NOXFILE, nox=setup.nox,
             sweep=sweep_flags(models=models, exclude=exclude, checks=checks,
-                              policies=runner.engine_policies(setup, policies), jobs=jobs, timeout=timeout),
+                              policies=runner.engine_policies(setup, policies), jobs=jobs, timeout=timeout,
+                              checkpoints=checkpoints),
             resume=resume, envdir=setup.home, env=setup.env,
             engines=setup.engine_labels, new_engines=new_setup.engine_labels, new_env=new_setup.env,
+            weights="weights" in [name.strip() for name in checks.split(",")],
         )
     except UpgradeSpecError as exc:
         raise InputError(str(exc)) from None

@@ -174,12 +174,15 @@ def side_run_flags(outdir: Path, label: str, *, resume: bool) -> list[str]:
 def plan_upgrade(base: Transformers, new: Transformers, *, outdir: Path, noxfile: Path,
                  nox: Sequence[str], sweep: Sequence[str] = (), resume: bool = False, envdir: Path | None = None,
                  env: Mapping[str, str] | None = None, engines: Sequence[str] = (),
-                 new_engines: Sequence[str] | None = None, new_env: Mapping[str, str] | None = None) -> UpgradePlan:
+                 new_engines: Sequence[str] | None = None, new_env: Mapping[str, str] | None = None,
+                 weights: bool = False) -> UpgradePlan:
     """Install both sides, then sweep each into `outdir`/base and `outdir`/new (paths must be absolute:
     nox runs its sessions from the noxfile's directory). `envdir`: where the venvs live (nox's
     default: .nox/ next to the noxfile); `env`: what else the sessions read; `engines`: the
     engines every side has, for its label ("vllm 0.33.0"); `new_engines`, `new_env`: the new
-    side's, where an engine upgrade makes them differ (`--to-engine`)."""
+    side's, where an engine upgrade makes them differ (`--to-engine`). `weights`: the sweeps run the
+    weights check: the base side saves its checkpoints in `outdir`/weights and the new side loads
+    those (a checkpoint of the older release under the newer)."""
     new_engines = tuple(engines if new_engines is None else new_engines)
     if _same(base, new) and tuple(engines) == new_engines:
         raise UpgradeSpecError(f"--from and --to are both {new.requirement}: nothing to compare")
@@ -193,9 +196,18 @@ def plan_upgrade(base: Transformers, new: Transformers, *, outdir: Path, noxfile
                   {**envs[side.name], TRANSFORMERS_ENV: side.transformers.requirement}) for side in sides]
     steps += [Step(side, "sweep",
                    (*nox_cmd, side.session, "--no-install", "--",
-                    *side_run_flags(side.outdir, side.label, resume=resume), *sweep),
+                    *side_run_flags(side.outdir, side.label, resume=resume), *sweep,
+                    *(_weights_flags(side.name, outdir / WEIGHTS) if weights else ())),
                    {**envs[side.name], TRANSFORMERS_ENV: side.transformers.requirement}) for side in sides]
     return UpgradePlan(base=sides[0], new=sides[1], outdir=outdir, steps=tuple(steps))
+
+
+WEIGHTS = "weights"  # upgrade-check's folder of the base side's saved checkpoints
+
+
+def _weights_flags(side: str, folder: Path) -> list[str]:
+    """The base side saves the weights check's checkpoints in `folder`; the new side compares with them."""
+    return side_flags(weights_save=folder) if side == SIDES[0] else side_flags(weights_from=folder)
 
 
 def _same(a: Transformers, b: Transformers) -> bool:

@@ -243,6 +243,14 @@ def check_selection(models: Sequence[str], exclude: Sequence[str]) -> None:
     given_names(BY_NAME["exclude"], exclude)
 
 
+def check_checkpoints(folders: Sequence[str]) -> None:
+    """An InputError for a --checkpoint folder that is not a checkpoint (the sweep's rule,
+    sweeping/validate.checkpoint_cases): refused before any install."""
+    from auditor.sweeping.validate import checkpoint_cases
+
+    checkpoint_cases(folders)
+
+
 def check_names(checks: str, source: str = "") -> None:
     """An InputError unless `checks` (comma-separated) names known checks; `source` says where the
     names came from when not from --checks."""

@@ -1,0 +1,204 @@
+"""The `weights` check on real transformers: real save_pretrained and from_pretrained, real
+safetensors files, the real CLI and workers.
+
+Across releases the check compares a checkpoint saved by one transformers with what another
+loads (upgrade-check's two venvs: tests/upgrade). Here both runs use this transformers, and the
+saved folders are changed between them the way a release's changes show up (a renamed key, a
+config its new validation refuses, a type it lost, another forward): each verdict is what
+the real loading of the changed folder gives, not one the test writes down.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tests.checks.checkpoint_files import llama_70b, model_tensors, write_checkpoint, write_sparse_safetensors
+from tests.conftest import by_type, read_rows, run_auditor, run_auditors
+
+SAVED = ["llama", "gpt2", "gpt_neo", "cpmant"]
+
+
+@pytest.fixture(scope="module")
+def saved(tmp_path_factory):
+    """One sweep saving the weights check's checkpoints of SAVED (a round trip in this release)."""
+    root = tmp_path_factory.mktemp("weights")
+    proc = run_auditor("sweep", "--models", ",".join(SAVED), "--checks", "build,weights",
+                       "--weights-save", str(root / "saved"), "-o", str(root / "run"), "-j", "2")
+    assert proc.returncode == 0, proc.stderr
+    return root
+
+
+def _changed(saved_root: Path) -> Path:
+    """A copy of the saved checkpoints, each changed as a release's change would show."""
+    import torch
+    from safetensors.torch import load_file, save_file
+
+    folder = saved_root / "changed"
+    shutil.copytree(saved_root / "saved", folder)
+    # llama: the outputs saved differ from what its weights give (as when a release changes the math).
+    reference = load_file(str(folder / "llama" / "auditor-reference.safetensors"))
+    reference["output"] = reference["output"] + 0.5
+    save_file(reference, str(folder / "llama" / "auditor-reference.safetensors"))
+    # gpt2: a weight saved under a name this release does not load (a rename without a conversion rule).
+    weights = load_file(str(folder / "gpt2" / "model.safetensors"))
+    weights["transformer.h.0.mlp.c_fc.renamed"] = weights.pop("transformer.h.0.mlp.c_fc.weight")
+    save_file(weights, str(folder / "gpt2" / "model.safetensors"), metadata={"format": "pt"})
+    # gpt_neo: a saved config its class's validation refuses (num_layers against attention_types).
+    config = json.loads((folder / "gpt_neo" / "config.json").read_text())
+    config["num_layers"] += 1
+    (folder / "gpt_neo" / "config.json").write_text(json.dumps(config))
+    # cpmant: an input the model cannot take (a token id past its vocabulary): its forward raises.
+    reference = load_file(str(folder / "cpmant" / "auditor-reference.safetensors"))
+    reference["input.input_ids"] = torch.full_like(reference["input.input_ids"], 10**6)
+    save_file(reference, str(folder / "cpmant" / "auditor-reference.safetensors"))
+    # A type this release does not have, saved by "another" one: llama's folder under another type.
+    shutil.copytree(folder / "llama", folder / "auditor_gone")
+    config = json.loads((folder / "auditor_gone" / "config.json").read_text())
+    (folder / "auditor_gone" / "config.json").write_text(json.dumps({**config, "model_type": "auditor_gone"}))
+    return folder
+
+
+@pytest.fixture(scope="module")
+def compared(saved):
+    """The unchanged and the changed folders loaded again, in two sweeps side by side."""
+    changed = _changed(saved)
+    outs = [saved / "same", saved / "compared"]
+    common = ["sweep", "--checks", "build,weights", "--allow-absent", "-j", "1"]
+    procs = run_auditors([
+        [*common, "--models", ",".join(SAVED), "--weights-from", str(saved / "saved"), "-o", str(outs[0])],
+        [*common, "--models", ",".join([*SAVED, "auditor_gone"]), "--weights-from", str(changed), "-o", str(outs[1])],
+    ])
+    for proc in procs:
+        assert proc.returncode == 0, proc.stderr
+    return [by_type(read_rows(out)[1], "weights") for out in outs]
+
+
+def test_a_save_and_a_load_of_one_release_agree(saved):
+    rows = by_type(read_rows(saved / "run")[1], "weights")
+    assert {t: rows[t]["status"] for t in SAVED} == dict.fromkeys(SAVED, "same")
+    assert rows["llama"]["extras"]["model_class"] == "LlamaForCausalLM"  # the head is saved and loaded too
+    assert "atol" in rows["llama"]["message"] and rows["llama"]["extras"]["max_abs_diff"] == 0
+    for model_type in SAVED:
+        folder = saved / "saved" / model_type
+        assert (folder / "model.safetensors").is_file() and (folder / "auditor-reference.json").is_file()
+
+
+def test_the_saved_checkpoints_load_the_same_in_another_run(compared):
+    same = compared[0]
+    assert {t: same[t]["status"] for t in SAVED} == dict.fromkeys(SAVED, "same")
+    assert "saved under transformers" in same["gpt2"]["message"]
+
+
+def test_each_change_gets_its_verdict_with_what_and_where(compared):
+    rows = compared[1]
+    llama = rows["llama"]
+    assert llama["status"] == "different-outputs" and llama["fault"] == "model"
+    assert llama["extras"]["max_abs_diff"] == pytest.approx(0.5, abs=1e-4)
+    assert "max abs diff 0.5" in llama["message"] and "rtol" in llama["message"]
+    gpt2 = rows["gpt2"]
+    assert gpt2["status"] == "keys"
+    assert "transformer.h.0.mlp.c_fc.weight" in gpt2["extras"]["missing_keys"]
+    assert "transformer.h.0.mlp.c_fc.renamed" in gpt2["extras"]["unexpected_keys"]
+    assert "1 missing (transformer.h.0.mlp.c_fc.weight)" in gpt2["message"]
+    neo = rows["gpt_neo"]
+    assert neo["status"] == "config-refused" and "num_layers" in neo["message"]
+    assert "[raised at " in neo["message"]  # in the config's own validation (huggingface_hub's strict dataclass)
+    cpmant = rows["cpmant"]
+    assert cpmant["status"] == "forward-error" and "[raised at " in cpmant["message"]
+    gone = rows["auditor_gone"]
+    assert gone["status"] == "type-removed" and "auditor_gone" in gone["message"]
+
+
+def test_a_type_with_nothing_saved_is_skipped_and_says_so(saved, tmp_path):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    proc = run_auditor("sweep", "--models", "llama", "--checks", "weights", "--weights-from", str(empty),
+                       "-o", str(tmp_path / "run"), "-j", "1")
+    assert proc.returncode == 0, proc.stderr
+    row = by_type(read_rows(tmp_path / "run")[1], "weights")["llama"]
+    assert row["status"] == "skipped" and "no checkpoint saved" in row["message"]
+
+
+# -- the user's own checkpoints: safetensors headers only ---------------------------------------
+
+
+@pytest.fixture(scope="module")
+def checkpoints(tmp_path_factory):
+    """Checkpoint folders (sparse files: real headers, no data) and one sweep over all of them."""
+    root = tmp_path_factory.mktemp("checkpoints")
+    config = llama_70b()
+    tensors = model_tensors(config)
+    big = write_checkpoint(root / "llama-70b", config, tensors, shards=4)
+    lacking = dict(tensors)
+    del lacking["model.layers.7.mlp.down_proj.weight"]
+    lacking["model.layers.7.mlp.down_proj.weight_scale"] = ((1,), "float32")
+    write_checkpoint(root / "lacking", config, lacking)
+    reshaped = dict(tensors)
+    reshaped["model.embed_tokens.weight"] = ((128000, 8192), "bfloat16")
+    write_checkpoint(root / "reshaped", config, reshaped)
+    # A Hugging Face cache folder: a good snapshot, one without config.json, one not safetensors, one cut short.
+    repo = root / "hub" / "models--acme--llama-70b" / "snapshots"
+    write_checkpoint(repo / "0123456789abcdef", config, tensors)
+    (repo / "noconfig").mkdir(parents=True)
+    write_sparse_safetensors(repo / "noconfig" / "model.safetensors", {"x": ((2,), "float32")})
+    notst = write_checkpoint(repo / "notsafetensors", config, {})
+    (notst / "model.safetensors").write_bytes(b"PK\x03\x04 this is a zip, not safetensors" * 4)
+    cut = write_checkpoint(repo / "truncated", config, tensors)
+    with open(cut / "model.safetensors", "r+b") as handle:
+        handle.truncate(1_000_000)
+    out = root / "run"
+    proc = run_auditor("sweep", "--checkpoint", str(big), "--checkpoint", str(root / "lacking"),
+                       "--checkpoint", str(root / "reshaped"), "--checkpoint", str(root / "hub"),
+                       "--checks", "build,weights", "-o", str(out), "-j", "2")
+    assert proc.returncode == 0, proc.stderr
+    return root, read_rows(out)[1]
+
+
+def test_a_70b_checkpoint_is_mapped_from_its_headers_alone(checkpoints):
+    root, rows = checkpoints
+    weights = by_type(rows, "weights")["llama-70b"]
+    assert weights["status"] == "loaded", weights
+    assert weights["extras"]["model_class"] == "LlamaForCausalLM" and weights["extras"]["tensors"] == 723
+    build = by_type(rows, "build")["llama-70b"]
+    assert build["status"] == "build" and build["extras"]["parameters"] > 69e9  # its real config, full size
+    # The data is a hole: what decided the verdict can only have been the headers.
+    on_disk = sum(p.stat().st_blocks * 512 for p in (root / "llama-70b").glob("*.safetensors"))
+    apparent = sum(p.stat().st_size for p in (root / "llama-70b").glob("*.safetensors"))
+    assert apparent > 130e9 and on_disk < 10e6
+
+
+def test_a_header_lacking_a_tensor_or_naming_another_is_keys_with_the_names(checkpoints):
+    rows = by_type(checkpoints[1], "weights")
+    lacking = rows["lacking"]
+    assert lacking["status"] == "keys"
+    assert lacking["extras"]["missing_keys"] == ["model.layers.7.mlp.down_proj.weight"]
+    assert lacking["extras"]["unexpected_keys"] == ["model.layers.7.mlp.down_proj.weight_scale"]
+    reshaped = rows["reshaped"]
+    assert reshaped["status"] == "keys"
+    assert reshaped["extras"]["mismatched_keys"] == [["model.embed_tokens.weight", [128000, 8192], [128256, 8192]]]
+
+
+def test_a_cache_folder_gives_a_row_per_snapshot_and_bad_ones_say_why(checkpoints):
+    weights = by_type(checkpoints[1], "weights")
+    assert weights["acme/llama-70b@0123456789ab"]["status"] == "loaded"
+    noconfig = weights["acme/llama-70b@noconfig"]
+    assert noconfig["status"] == "config-refused" and "no config.json" in noconfig["message"]
+    notst = weights["acme/llama-70b@notsafetenso"]
+    assert notst["status"] == "load-error" and "not a safetensors file" in notst["message"]
+    cut = weights["acme/llama-70b@truncated"]
+    assert cut["status"] == "load-error" and "truncated" in cut["message"]
+
+
+@pytest.mark.parametrize("make, words", [
+    (lambda p: p, "no such folder"),
+    (lambda p: (p.mkdir(), p)[1], "no config.json or safetensors in it"),
+])
+def test_a_folder_that_is_no_checkpoint_exits_2_before_any_work(tmp_path, make, words):
+    folder = make(tmp_path / "nothing")
+    proc = run_auditor("sweep", "--checkpoint", str(folder), "--checks", "weights", "-o", str(tmp_path / "run"))
+    assert proc.returncode == 2 and words in proc.stderr, proc.stderr
+    assert not (tmp_path / "run" / "results.jsonl").exists()
