@@ -107,7 +107,20 @@ def test_dry_run_prints_the_commands_and_writes_nothing(fake, capsys):
     assert not (fake / "log.txt").exists() and not (fake / "reports").exists()
 
 
+def test_with_the_weights_check_the_new_side_loads_what_the_base_side_saved(fake, capsys):
+    folder = fake / "ckpt"
+    folder.mkdir()
+    (folder / "config.json").write_text("{}")
+    assert main(["upgrade-check", "--from", "5.17.0", "--to", "5.18.0", "--checks", "build,weights",
+                 "--checkpoint", "ckpt", "--dry-run"]) == 0
+    base, new = capsys.readouterr().out.splitlines()[-2:]
+    saved = fake / "reports" / "upgrade-5.17.0-to-5.18.0" / "weights"
+    assert base.endswith(f"--checkpoint {folder} --weights-save {saved}")
+    assert new.endswith(f"--checkpoint {folder} --weights-from {saved}")
+
+
 @pytest.mark.parametrize(("args", "message"), [
+    (["--from", "5.17.0", "--to", "5.18.0", "--checkpoint", "nowhere"], "nowhere: no such folder"),
     (["--from", "5.x", "--to", "5.18.0"], "'5.x' is neither a transformers version"),
     (["--from", "5.17.0", "--to", "./missing.whl"], "'./missing.whl' is neither"),
     (["--from", "5.18.0", "--to", "5.18"], "nothing to compare"),
