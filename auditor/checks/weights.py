@@ -185,10 +185,9 @@ def _first_output(output):
 
 def compare(folder: Path):
     """Load the checkpoint saved in `folder` with this transformers and run it on the saved
-    input: a (status, message, extras) outcome or a Failure."""
-    import torch
-    import transformers
-    from safetensors.torch import load_file
+    input: a (status, message, extras) outcome or a Failure, each with what was saved, by
+    which release, and the input."""
+    import dataclasses
 
     info_path = folder / REFERENCE_INFO
     if not info_path.is_file():
@@ -197,6 +196,16 @@ def compare(folder: Path):
     info = json.loads(info_path.read_text(encoding="utf-8"))
     extras = {"saved_by": info["transformers"], "saved_class": info["model_class"],
               "input": f"{info['length']} seeded tokens (seed {info['seed']}), float32, cpu"}
+    outcome = _compare(folder, info, extras)
+    if isinstance(outcome, Failure):
+        return dataclasses.replace(outcome, extras={**outcome.extras, **extras})
+    return outcome
+
+
+def _compare(folder: Path, info: dict, extras: dict):
+    import torch
+    import transformers
+    from safetensors.torch import load_file
     try:
         config = transformers.AutoConfig.from_pretrained(folder, local_files_only=True)
     except Exception as exc:

@@ -35,7 +35,8 @@ from auditor.upgrade.bisection import (
     sweep_selection,
 )
 from auditor.upgrade.gitrepo import checked_repo, git
-from auditor.upgrade.plan import parse_transformers, sweep_flags
+from auditor.sweeping.options import side_flags
+from auditor.upgrade.plan import WEIGHTS, parse_transformers, sweep_flags
 from auditor.upgrade.releases import ReleaseError
 from auditor.upgrade.runner import UpgradeEvents
 from auditor.upgrade.venvs import BISECT_ENVDIR, only_type, release_steps
@@ -55,14 +56,23 @@ class Probe:
     step_options: tuple[str, ...] = ()  # the same, as `auditor bisect-step` takes them
     setup: runner.SideSetup | None = None  # how the venv is made (None: made on first use, no engine)
 
-    def measure(self, requirement: str, name: str, events: UpgradeEvents) -> State | None:
-        """The cell's state under this transformers; None when it could not be installed or swept."""
+    @property
+    def weights(self) -> bool:
+        """Whether the cell is the weights check's: the good end saves its checkpoint, the others load it."""
+        return self.cell.column.split("/")[0] == "weights" or (not self.cell.column and "weights" in _checks(self.sweep))
+
+    def measure(self, requirement: str, name: str, events: UpgradeEvents, *, saves: bool = False) -> State | None:
+        """The cell's state under this transformers; None when it could not be installed or swept.
+        `saves`: the good end, whose weights check saves the checkpoint every later step loads
+        (probe.outdir/weights): a step's outputs are compared with the good release's."""
         spec = parse_transformers(requirement, Path.cwd())
         setup = self.setup or runner.side_setup(WHAT)
         envdir = setup.home / BISECT_ENVDIR
+        folder = (self.outdir / WEIGHTS).resolve()
+        weights = (side_flags(weights_save=folder) if saves else side_flags(weights_from=folder)) if self.weights else []
         install, sweep = release_steps(spec, outdir=self.outdir / name, envdir=envdir, noxfile=runner.NOXFILE,
-                                       nox=setup.nox, sweep=self.sweep, label=setup.label(name), name=name,
-                                       env=setup.env)
+                                       nox=setup.nox, sweep=[*self.sweep, *weights], label=setup.label(name),
+                                       name=name, env=setup.env)
         if runner.run_step(install, events) or runner.run_step(sweep, events):
             return None
         run = runner.read_swept(sweep.side, events, context=f"the sweep of {name} left no readable results: ",
@@ -109,6 +119,15 @@ def _step_options(jobs: int, timeout: float | None, checks: str | None, policies
             *(option for engine in engines for option in ("--engine", engine)))
 
 
+def _checks(sweep: Sequence[str]) -> list[str]:
+    """The checks a probe's sweep options name."""
+    from auditor.sweeping.options import BY_NAME
+
+    words = list(sweep)
+    flag = BY_NAME["checks"].flag
+    return words[words.index(flag) + 1].split(",") if flag in words else []
+
+
 def _is_policy(name: str) -> bool:
     import auditor.engines  # noqa: F401  (registers the engines' policies)
     from auditor.engines.decorating import ALIASES, CHECK_POLICIES
@@ -147,7 +166,7 @@ def bisect_releases(probe: Probe, good: str, bad: str, events: UpgradeEvents | N
     try:
         with runner.venv_lock(runner.SIDES_LOCK, events):
             for end in (span[0], span[-1]):
-                states[end] = probe.measure(end, end, events)
+                states[end] = probe.measure(end, end, events, saves=end == span[0])
                 if states[end] is None:
                     raise InputError(f"could not install or sweep transformers {end}, an end of the range; "
                                      "nox's log is above")
@@ -226,7 +245,7 @@ def _measure_ends(probe: Probe, repo: Path, ends: dict[str, str], events: Upgrad
     with runner.venv_lock(runner.SIDES_LOCK, events):
         for name, commit in ends.items():
             git(repo, "checkout", "--quiet", "--detach", commit)
-            states[name] = probe.measure(str(repo), name, events)
+            states[name] = probe.measure(str(repo), name, events, saves=name == "good")
             if states[name] is None:
                 raise InputError(f"could not install or sweep the checkout at --{name} {commit[:12]}; "
                                  "nox's log is above")

@@ -223,3 +223,27 @@ def test_versions_bad_input_exits_2_before_any_install(fake, capsys, args, messa
     assert main(["versions", *args]) == 2
     assert message in capsys.readouterr().err
     assert fake.log() == []
+
+
+def test_bisect_of_a_weights_cell_compares_each_release_with_the_good_ends_checkpoint(fake, capsys, monkeypatch):
+    """The good end's sweep saves the weights check's checkpoints; every later release loads those
+    (--weights-from), so a step's outputs are compared with the good release's, not its own."""
+    from auditor.upgrade import runner
+
+    fake({r: {"olmo3": {"weights": "same" if SPAN.index(r) < 4 else "different-outputs", "build": "build"}}
+          for r in SPAN})
+    monkeypatch.setattr("auditor.checks.available", lambda: ["build", "decorate", "pickle", "backend", "weights"])
+    sweeps, stand_in = [], runner.run_step
+
+    def spy(step, events):
+        if step.action == "sweep":
+            sweeps.append((step.env["AUDITOR_TRANSFORMERS"], step.argv))
+        return stand_in(step, events)
+
+    monkeypatch.setattr(runner, "run_step", spy)
+    assert main(["bisect", "olmo3", "weights", "--good", "5.13.0", "--bad", "5.18.0"]) == 0
+    assert "olmo3 weights: first changed in transformers 5.15.0" in capsys.readouterr().out
+    assert sweeps[0][0] == "transformers==5.13.0" and "--weights-save" in sweeps[0][1]
+    folder = sweeps[0][1][sweeps[0][1].index("--weights-save") + 1]
+    assert len(sweeps) > 2 and all(argv[argv.index("--weights-from") + 1] == folder and "--weights-save" not in argv
+                                   for _, argv in sweeps[1:])

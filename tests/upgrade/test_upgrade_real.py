@@ -51,7 +51,7 @@ def _upgrade(workdir: Path) -> tuple[subprocess.CompletedProcess, Path]:
     need_nox_and_pypi("the two sides install transformers from it")
     out = workdir / "upgrade"
     return run_auditor("upgrade-check", "--from", BASE, "--to", NEW, "--models", ",".join(sorted(MODELS)),
-                       "--checks", "build,decorate", "--jobs", "2", "-o", str(out), timeout=1500), out
+                       "--checks", "build,decorate,weights", "--jobs", "2", "-o", str(out), timeout=1500), out
 
 
 @pytest.fixture
@@ -70,10 +70,17 @@ def test_upgrade_check_between_two_releases(upgrade_run, tmp_path):
         assert sweep.info.transformers == version
         assert sweep.info.label == f"{side}: transformers {version}"
         assert {r.model_type for r in sweep.results} == MODELS
-        assert {r.check for r in sweep.results} == {"build", "decorate"}
+        assert {r.check for r in sweep.results} == {"build", "decorate", "weights"}
         ours = [(r.model_type, r.column, r.message) for r in sweep.results if r.status.value == "auditor-error"]
         assert ours == [], f"the auditor's own code failed under transformers {version}: {ours}"
         assert all(r.status.ok for r in sweep.results if r.column in ("build", "decorate/decoder/legacy")), version
+    # The weights check across the two: the base side saved each tiny checkpoint (and its round
+    # trip under 4.57.6 agrees); the new side loaded those, under 5.0.0, and compared outputs.
+    base_rows = {r.model_type: r for r in read_run(out / "base").results if r.check == "weights"}
+    new_rows = {r.model_type: r for r in read_run(out / "new").results if r.check == "weights"}
+    assert {t: r.status.value for t, r in base_rows.items()} == dict.fromkeys(MODELS, "same")
+    assert all(r.extras["saved_by"] == BASE for r in new_rows.values()), new_rows
+    assert {(out / "weights" / t / "model.safetensors").is_file() for t in MODELS} == {True}
     drift = (out / "diff.md").read_text()
     assert "## Config drift (3)" in drift  # three types: too few for changes to count as shared
     llama = next(line for line in drift.splitlines() if line.startswith("| llama |"))
