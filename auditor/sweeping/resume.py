@@ -42,9 +42,9 @@ def header(plan: SweepPlan):
 
 
 # The options that choose the model types (a run of another selection is never "the last run").
-_SELECTING = ("models", "exclude", "remote_code")
+_SELECTING = ("models", "exclude", "remote_code", "checkpoints")
 # Not carried into the command that sweeps one cell again: the selection it replaces (the
-# remote-code directories stay: the type is theirs), and what only names or slices the run (a
+# remote-code directories and checkpoints stay: the row is theirs), and what only names or slices the run (a
 # shard would leave the model type out).
 _NOT_REPEATED = frozenset({"models", "exclude", "checks", "label", "shard"})
 
@@ -57,9 +57,9 @@ def selection_flags(request) -> list[str]:
 def repeat_flags(request) -> list[str]:
     """The flags that sweep one of `request`'s cells again beside --models and --checks: the
     options that change what a cell means (those a resume is checked against: policies, device,
-    plugins, ...) and the remote-code directories, where they are not the defaults."""
+    plugins, ...) and the remote-code directories and checkpoints, where they are not the defaults."""
     values = {}
-    for option in (*EXPERIMENT, BY_NAME["remote_code"]):
+    for option in (*EXPERIMENT, BY_NAME["remote_code"], BY_NAME["checkpoints"]):
         value = getattr(request, option.name)
         if option.name not in _NOT_REPEATED and value not in (None, (), False, option.initial()):
             values[option.name] = value

@@ -25,11 +25,16 @@ def select(plan: SweepPlan, events: SweepEvents) -> list:
         # Types another run saved for the weights check that this release lacks: their rows say type-removed.
         gone = [name for name in saved_types(request.weights_from) if name not in {c.model_type for c in known}]
         known += [cases.ModelCase(name, source="saved") for name in gone]
-        selected = [] if (request.remote_code or request.checkpoints) and not request.models else cases.select(
-            known, list(request.models), list(request.exclude), absent=absent)
+        # --models may name a checkpoint's row too (the command that sweeps one of its cells again).
+        checkpoints = checkpoint_cases(request.checkpoints)
+        if request.models:
+            selected = cases.select([*known, *checkpoints], list(request.models), list(request.exclude), absent=absent)
+        else:
+            selected = [] if request.remote_code or checkpoints else cases.select(known, (), list(request.exclude))
+            selected += checkpoints
         if absent:
             events.note(f"Not in this transformers (--allow-absent): {', '.join(absent)}.")
-        selected += remote_cases(request.remote_code) + checkpoint_cases(request.checkpoints)
+        selected += remote_cases(request.remote_code)
         if not selected and not absent:  # a release without the types asked for (--allow-absent) sweeps none
             given = shlex.join(flags(models=request.models, exclude=request.exclude))
             raise InputError(f"the selection is empty: {given} leaves none of the {len(known)} model types")

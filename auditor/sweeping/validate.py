@@ -40,9 +40,8 @@ def validate(request: SweepRequest) -> SweepPlan:
               else _default_run_id())
     outdir = request.output or request.reports / run_id
     _check_outputs(request, outdir)
-    _refuse_paths(request.models)
+    _refuse_paths(request.models, {case.model_type for case in checkpoint_cases(request.checkpoints)})
     remote_cases(request.remote_code)
-    checkpoint_cases(request.checkpoints)
     _check_weights(request, names)
     # The cheap checks before the device's: torch is imported only for a backend it must name.
     request = replace(request, checks=names, policies=_validated_policies(request.policies),
@@ -218,10 +217,13 @@ def _given(option, value) -> bool:
     return bool(value) and value != option.default
 
 
-def _refuse_paths(models: Sequence[str]) -> None:
+def _refuse_paths(models: Sequence[str], checkpoints: set[str] = frozenset()) -> None:
     """trust_remote_code is only for directories named with --remote-code: a path or Hub id in
-    --models is refused rather than loaded."""
+    --models is refused rather than loaded (the row name of a --checkpoint given, ORG/NAME@REV, is
+    not one)."""
     for entry in models:
+        if entry in checkpoints:
+            continue
         if "/" in entry or os.sep in entry or Path(entry).is_dir():
             raise InputError(f"--models takes model types, not paths or Hub ids: {entry!r}. To audit a local "
                              "remote-code model, name its directory with --remote-code; Hub ids are never loaded")

@@ -199,3 +199,18 @@ def test_a_folder_that_is_no_checkpoint_exits_2_before_any_work(tmp_path, make, 
     proc = run_auditor("sweep", "--checkpoint", str(folder), "--checks", "weights", "-o", str(tmp_path / "run"))
     assert proc.returncode == 2 and words in proc.stderr, proc.stderr
     assert not (tmp_path / "run" / "results.jsonl").exists()
+
+
+def test_a_checkpoint_rows_repro_command_sweeps_that_row_again(checkpoints, tmp_path):
+    import shlex
+
+    from auditor.core.repro import sweep_command
+    from auditor.core.results import read_run
+
+    root, _ = checkpoints
+    command = sweep_command("lacking", "weights", read_run(root / "run").info.repeat)
+    assert f"--checkpoint {root / 'lacking'}" in command
+    proc = run_auditor(*shlex.split(command)[1:], "-o", str(tmp_path / "again"), "-j", "1")
+    assert proc.returncode == 0, proc.stderr
+    rows = read_rows(tmp_path / "again")[1]
+    assert {(r["model_type"], r["check"], r["status"]) for r in rows} == {("lacking", "weights", "keys")}
