@@ -139,6 +139,7 @@ def save(config, folder: Path, case: ModelCase):
         return Status.SKIPPED, f"no input to compare outputs on: {exc}", {}
     try:
         with torch.no_grad():
+            torch.manual_seed(SEED)  # a forward that samples (vits' noise) samples the same on both sides
             output = _first_output(model(**inputs))
     except Exception as exc:
         return classify(exc, Phase.EAGER)  # the saving release's own forward: not this check's verdict
@@ -240,6 +241,7 @@ def _compare(folder: Path, info: dict, extras: dict):
     inputs.update(info.get("kwargs", {}))
     try:
         with torch.no_grad():
+            torch.manual_seed(SEED)
             output = _first_output(model.float().eval()(**inputs)).detach().float()
     except Exception as exc:
         return _failure(exc, Status.FORWARD_ERROR, Phase.EAGER)

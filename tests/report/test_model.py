@@ -25,8 +25,8 @@ def test_unknown_status_gets_a_stable_fallback_style():
     assert rank("zzz-new") > rank("skipped") > rank("build")
 
 
-def test_only_build_and_compiled_are_ok():
-    assert [s for s in [*STYLES, "whatever"] if is_ok(s)] == ["build", "compiled"]
+def test_only_build_compiled_and_the_weights_checks_same_and_loaded_are_ok():
+    assert [s for s in [*STYLES, "whatever"] if is_ok(s)] == ["build", "compiled", "same", "loaded"]
 
 
 def test_legend_orders_known_statuses_first_then_unknown_by_name():
