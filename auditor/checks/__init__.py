@@ -39,7 +39,17 @@ _BUILTIN = tuple(f"auditor.checks.{module}" for module in
 
 
 def _load_builtin() -> None:
-    from auditor.checks import backend, build, compile, decorate, engine_config, pickling, serves, tiny, weights  # noqa: F401  (they register themselves)
+    from auditor.checks import (  # noqa: F401  (they register themselves)
+        backend,
+        build,
+        compile,
+        decorate,
+        engine_config,
+        pickling,
+        serves,
+        tiny,
+        weights,
+    )
 
 
 __all__ = ["CaseContext", "Check", "Options", "available", "get", "model_runners", "register"]

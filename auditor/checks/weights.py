@@ -79,7 +79,12 @@ class WeightsCheck(Check):
 
     def _headers(self, case: ModelCase, context: CaseContext):
         """A checkpoint's headers mapped onto its model on the meta device."""
-        from auditor.models.checkpoints import CheckpointError, checkpoint_tensors, describe_keys, map_onto_meta
+        from auditor.models.checkpoints import (
+            CheckpointError,
+            checkpoint_tensors,
+            describe_keys,
+            map_onto_meta,
+        )
 
         try:
             config = context.config()

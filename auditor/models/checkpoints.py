@@ -112,7 +112,7 @@ def read_header(path: Path) -> dict[str, Tensor]:
         if name == "__metadata__":
             continue
         try:
-            dtype, shape, (start, stop) = entry["dtype"], tuple(int(n) for n in entry["shape"]), entry["data_offsets"]
+            dtype, shape, (_, stop) = entry["dtype"], tuple(int(n) for n in entry["shape"]), entry["data_offsets"]
         except (KeyError, TypeError, ValueError):
             raise CheckpointError(f"{path}: not a safetensors file (tensor {name!r} has no dtype, shape and "
                                   "data_offsets)") from None

@@ -35,8 +35,7 @@ from auditor.upgrade.bisection import (
     sweep_selection,
 )
 from auditor.upgrade.gitrepo import checked_repo, git
-from auditor.sweeping.options import side_flags
-from auditor.upgrade.plan import WEIGHTS, parse_transformers, sweep_flags
+from auditor.upgrade.plan import WEIGHTS, parse_transformers, sweep_flags, weights_flags
 from auditor.upgrade.releases import ReleaseError
 from auditor.upgrade.runner import UpgradeEvents
 from auditor.upgrade.venvs import BISECT_ENVDIR, only_type, release_steps
@@ -55,11 +54,8 @@ class Probe:
     outdir: Path
     step_options: tuple[str, ...] = ()  # the same, as `auditor bisect-step` takes them
     setup: runner.SideSetup | None = None  # how the venv is made (None: made on first use, no engine)
-
-    @property
-    def weights(self) -> bool:
-        """Whether the cell is the weights check's: the good end saves its checkpoint, the others load it."""
-        return self.cell.column.split("/")[0] == "weights" or (not self.cell.column and "weights" in _checks(self.sweep))
+    # Whether its sweep runs the weights check: the good end saves its checkpoint, the others load it.
+    weights: bool = False
 
     def measure(self, requirement: str, name: str, events: UpgradeEvents, *, saves: bool = False) -> State | None:
         """The cell's state under this transformers; None when it could not be installed or swept.
@@ -68,8 +64,7 @@ class Probe:
         spec = parse_transformers(requirement, Path.cwd())
         setup = self.setup or runner.side_setup(WHAT)
         envdir = setup.home / BISECT_ENVDIR
-        folder = (self.outdir / WEIGHTS).resolve()
-        weights = (side_flags(weights_save=folder) if saves else side_flags(weights_from=folder)) if self.weights else []
+        weights = weights_flags((self.outdir / WEIGHTS).resolve(), saves=saves) if self.weights else []
         install, sweep = release_steps(spec, outdir=self.outdir / name, envdir=envdir, noxfile=runner.NOXFILE,
                                        nox=setup.nox, sweep=[*self.sweep, *weights], label=setup.label(name),
                                        name=name, env=setup.env)
@@ -108,7 +103,8 @@ def bisect_probe(model_type: str, column: str = "", *, outdir: Path, checks: str
         chosen_policies = runner.engine_policies(setup, chosen_policies)
     sweep = [*only_type(cell.model_type),
              *sweep_flags(checks=chosen, policies=chosen_policies, jobs=jobs, timeout=timeout)]
-    return Probe(cell, tuple(sweep), outdir, _step_options(jobs, timeout, checks, policies, engines), setup)
+    return Probe(cell, tuple(sweep), outdir, _step_options(jobs, timeout, checks, policies, engines), setup,
+                 weights="weights" in chosen.split(","))
 
 
 def _step_options(jobs: int, timeout: float | None, checks: str | None, policies: str | None,
@@ -117,15 +113,6 @@ def _step_options(jobs: int, timeout: float | None, checks: str | None, policies
     return ("--jobs", str(jobs), *(("--timeout", f"{timeout:g}") if timeout else ()),
             *(("--checks", checks) if checks else ()), *(("--policies", policies) if policies else ()),
             *(option for engine in engines for option in ("--engine", engine)))
-
-
-def _checks(sweep: Sequence[str]) -> list[str]:
-    """The checks a probe's sweep options name."""
-    from auditor.sweeping.options import BY_NAME
-
-    words = list(sweep)
-    flag = BY_NAME["checks"].flag
-    return words[words.index(flag) + 1].split(",") if flag in words else []
 
 
 def _is_policy(name: str) -> bool:

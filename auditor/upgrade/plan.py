@@ -197,17 +197,18 @@ def plan_upgrade(base: Transformers, new: Transformers, *, outdir: Path, noxfile
     steps += [Step(side, "sweep",
                    (*nox_cmd, side.session, "--no-install", "--",
                     *side_run_flags(side.outdir, side.label, resume=resume), *sweep,
-                    *(_weights_flags(side.name, outdir / WEIGHTS) if weights else ())),
+                    *(weights_flags(outdir / WEIGHTS, saves=side.name == SIDES[0]) if weights else ())),
                    {**envs[side.name], TRANSFORMERS_ENV: side.transformers.requirement}) for side in sides]
     return UpgradePlan(base=sides[0], new=sides[1], outdir=outdir, steps=tuple(steps))
 
 
-WEIGHTS = "weights"  # upgrade-check's folder of the base side's saved checkpoints
+WEIGHTS = "weights"  # the folder of the older side's saved checkpoints (upgrade-check's, bisect's)
 
 
-def _weights_flags(side: str, folder: Path) -> list[str]:
-    """The base side saves the weights check's checkpoints in `folder`; the new side compares with them."""
-    return side_flags(weights_save=folder) if side == SIDES[0] else side_flags(weights_from=folder)
+def weights_flags(folder: Path, *, saves: bool) -> list[str]:
+    """The weights check's flags of one side: the older side (upgrade-check's base, bisect's good
+    end) saves its checkpoints in `folder`, every other side loads and compares with them."""
+    return side_flags(weights_save=folder) if saves else side_flags(weights_from=folder)
 
 
 def _same(a: Transformers, b: Transformers) -> bool:
