@@ -20,21 +20,26 @@ A difference is never a flake: the input is seeded, the run deterministic, --rer
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from auditor.checks import register
+from auditor import engines
+from auditor.checks import Options, register
 from auditor.checks.interface import CaseContext, Check
 from auditor.core.classifier import Phase, classify
+from auditor.core.fault import Fault
 from auditor.core.messages import signature_of
 from auditor.core.results import Result
 from auditor.core.status import Failure, Status
 from auditor.models.cases import ModelCase
 
-REFERENCE = "auditor-reference.safetensors"  # the input and the outputs, saved beside the checkpoint
+# The input and the outputs, saved beside the checkpoint, in a folder of their own: a loader that
+# reads every *.safetensors of the folder (vLLM's) or --checkpoint on it meets the model's alone.
+REFERENCE = "auditor-reference/tensors.safetensors"
 REFERENCE_INFO = "auditor-reference.json"  # which class, which release, which input names
 LENGTH = 64  # tokens of the one input: past the tiny sliding windows and chunk sizes
 SEED = 0
@@ -43,19 +48,35 @@ SEED = 0
 TOLERANCE = {"float32": (1e-4, 1e-4)}
 
 
+def loaders() -> tuple:
+    """The installed engines whose own weight loader answers (`Engine.loads_weights`): each gives
+    a row `weights/<engine>`."""
+    return tuple(engine for engine in engines.all() if engine.loads_weights is not None and engine.installed)
+
+
 @register
 class WeightsCheck(Check):
     name = "weights"
     runs_models = True
 
+    def failed_rows(self, case: ModelCase, options: Options, failure: Failure) -> list[Result]:
+        """The cells `run` fills: transformers' row and one per installed engine loader."""
+        return [Result.failed(case.model_type, self.name, failure),
+                *(Result.failed(case.model_type, self.name, failure, component=e.name) for e in loaders())]
+
     def run(self, case: ModelCase, context: CaseContext) -> Iterator[Result]:
         start = time.perf_counter()
         if case.checkpoint:
-            yield self._row(case, self._headers(case, context), start)
+            outcome = self._headers(case, context)
+            yield self._row(case, outcome, start)
+            yield from self._engines(case, context, Path(case.checkpoint), outcome)
             return
         options = context.options
         if options.weights_from:
-            yield self._row(case, compare(Path(options.weights_from) / case.model_type), start)
+            folder = Path(options.weights_from) / case.model_type
+            outcome = compare(folder)
+            yield self._row(case, outcome, start)
+            yield from self._engines(case, context, folder, outcome)
             return
         plain = context.plain_failure()
         if plain is not None:
@@ -63,10 +84,27 @@ class WeightsCheck(Check):
             return
         with _folder(options.weights_save, case.model_type) as folder:
             saved = save(context.config(), folder, case)
-            if saved is not None:
-                yield self._row(case, saved, start)
-                return
-            yield self._row(case, compare(folder), start)
+            outcome = saved if saved is not None else compare(folder)
+            yield self._row(case, outcome, start)
+            yield from self._engines(case, context, folder, outcome)
+
+    def _engines(self, case: ModelCase, context: CaseContext, folder: Path, here) -> Iterator[Result]:
+        """Each installed engine's own weight loader on the checkpoint in `folder`: where no
+        checkpoint is there to load (transformers' row skipped for want of one), the same skip."""
+        for engine in loaders():
+            start = time.perf_counter()
+            if not case.checkpoint and not (folder / REFERENCE_INFO).is_file():
+                why = here.message if isinstance(here, Failure) else here[1]
+                outcome = Status.SKIPPED, f"no checkpoint to load ({why})", {}
+            else:
+                try:
+                    outcome = engine.loads_weights(case, context, folder)
+                except Exception as exc:  # what the engine's loading raised: judged by the one rule
+                    outcome = classify(exc, Phase.ENGINE, engine_package=engine.package)
+                outcome = _lacking(outcome, here)
+            row = self._row(case, outcome, start)
+            yield dataclasses.replace(row, component=engine.name,
+                                      extras={**row.extras, "engine_version": engine.version})
 
     def _row(self, case: ModelCase, outcome, start: float) -> Result:
         seconds = time.perf_counter() - start
@@ -150,6 +188,7 @@ def save(config, folder: Path, case: ModelCase):
         return classify(exc, Phase.EAGER)  # the saving release's own forward: not this check's verdict
     model.save_pretrained(folder, safe_serialization=True)
     tensors = {f"input.{k}": v.contiguous() for k, v in inputs.items() if isinstance(v, torch.Tensor)}
+    (folder / REFERENCE).parent.mkdir(exist_ok=True)
     save_file({**tensors, "output": output.detach().float().contiguous()}, str(folder / REFERENCE))
     info = {"model_type": case.model_type, "auto_class": auto, "model_class": type(model).__name__,
             "transformers": transformers.__version__, "length": LENGTH, "seed": SEED, "dtype": "float32",
@@ -193,8 +232,6 @@ def compare(folder: Path):
     """Load the checkpoint saved in `folder` with this transformers and run it on the saved
     input: a (status, message, extras) outcome or a Failure, each with what was saved, by
     which release, and the input."""
-    import dataclasses
-
     info_path = folder / REFERENCE_INFO
     if not info_path.is_file():
         message = f"no checkpoint saved in {folder} (the saving run's weights row says why)"
@@ -303,6 +340,19 @@ def _failure(exc: BaseException, status: Status, phase: Phase = Phase.BUILD, pre
     message = f"{prefix}{failure.message}{f' [raised at {at}]' if at else ''}"
     return Failure(status, message, signature_of(failure.message), failure.fault,
                    failure.extras)
+
+
+def _lacking(engine, here):
+    """An engine's verdict that it leaves parameters unset, where transformers' own loading of the
+    same checkpoint finds keys missing too: the checkpoint lacks them (the model's), not the
+    engine's mapping; the engine's row still says the engine serves it with those unset."""
+    if not (isinstance(engine, Failure) and engine.status is Status.KEYS and engine.extras.get("unset_parameters")):
+        return engine
+    missing = here[2].get("missing_keys") if isinstance(here, tuple) else here.extras.get("missing_keys")
+    if not missing:
+        return engine
+    message = f"{engine.message}; transformers finds {len(missing)} keys missing from this checkpoint too"
+    return dataclasses.replace(engine, message=message, fault=Fault.MODEL)
 
 
 def _keys_message(missing, unexpected, mismatched) -> str:

@@ -299,6 +299,11 @@ class Engine:
     # -> Outcome, one row of the `serves` check (vLLM: get_model with model_impl="auto", which
     # picks its native class or the Transformers backend). None: the engine has no such answer.
     serves: Callable[[Any, Any], Outcome] | None = None
+    # The engine's own weight loader on a checkpoint folder, fed meta tensors of its safetensors
+    # headers (needs the engine): `loads_weights(case, context, folder)` -> Outcome, the `weights`
+    # check's row `weights/<engine>` (vLLM: get_model with load_format="safetensors" on meta,
+    # auditor/engines/vllm/loading.py). None: the engine has no such answer.
+    loads_weights: Callable[[Any, Any, Any], Outcome] | None = None
     # The environment shims the engine's own code needs on this machine (needs the engine):
     # `shims()` -> {name: what it stands in for}; the run header names them (EngineInfo.shims).
     shims: Callable[[], Mapping[str, str]] | None = None
@@ -366,7 +371,8 @@ class Engine:
 
     def runs_own_code(self, checks: Sequence[str], policies: Sequence[str]) -> bool:
         """Whether a sweep of these checks and policies calls the engine's own code."""
-        return bool(self.policy and self.policy in policies) or (self.serves is not None and "serves" in checks)
+        return (bool(self.policy and self.policy in policies) or (self.serves is not None and "serves" in checks)
+                or (self.loads_weights is not None and "weights" in checks))
 
     @property
     def policy(self) -> str:

@@ -40,9 +40,9 @@ def _changed(saved_root: Path) -> Path:
     folder = saved_root / "changed"
     shutil.copytree(saved_root / "saved", folder)
     # llama: the outputs saved differ from what its weights give (as when a release changes the math).
-    reference = load_file(str(folder / "llama" / "auditor-reference.safetensors"))
+    reference = load_file(str(folder / "llama" / "auditor-reference" / "tensors.safetensors"))
     reference["output"] = reference["output"] + 0.5
-    save_file(reference, str(folder / "llama" / "auditor-reference.safetensors"))
+    save_file(reference, str(folder / "llama" / "auditor-reference" / "tensors.safetensors"))
     # gpt2: a weight saved under a name this release does not load (a rename without a conversion rule).
     weights = load_file(str(folder / "gpt2" / "model.safetensors"))
     weights["transformer.h.0.mlp.c_fc.renamed"] = weights.pop("transformer.h.0.mlp.c_fc.weight")
@@ -52,9 +52,9 @@ def _changed(saved_root: Path) -> Path:
     config["num_layers"] += 1
     (folder / "gpt_neo" / "config.json").write_text(json.dumps(config))
     # cpmant: an input the model cannot take (a token id past its vocabulary): its forward raises.
-    reference = load_file(str(folder / "cpmant" / "auditor-reference.safetensors"))
+    reference = load_file(str(folder / "cpmant" / "auditor-reference" / "tensors.safetensors"))
     reference["input.input_ids"] = torch.full_like(reference["input.input_ids"], 10**6)
-    save_file(reference, str(folder / "cpmant" / "auditor-reference.safetensors"))
+    save_file(reference, str(folder / "cpmant" / "auditor-reference" / "tensors.safetensors"))
     # A type this release does not have, saved by "another" one: llama's folder under another type.
     shutil.copytree(folder / "llama", folder / "auditor_gone")
     config = json.loads((folder / "auditor_gone" / "config.json").read_text())

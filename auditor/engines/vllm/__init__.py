@@ -3,10 +3,11 @@ release's, or the newest, 0.34.0): its Transformers modeling backend's gates (em
 gates.py, plans.py and attention.py; computed by vLLM's own functions in own.py, and by its whole
 constructor, get_model, in constructor.py), the build it
 makes (build.py), its compile decorator made usable outside vLLM (decorator.py, the `vllm`
-policy), its own config classes (config.py), and the order it meets a model in (meeting.py).
+policy), its own config classes (config.py), the order it meets a model in (meeting.py), what
+it really serves (native.py) and what its own weight loader makes of a checkpoint's headers
+(loading.py).
 
-Nothing here imports vLLM at import time: only own.py, constructor.py, config.py and decorator.py
-call it, and only when called.
+Nothing here imports vLLM at import time: only the functions that call it import it, when called.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from auditor.engines.vllm import (
     config,
     dtype,
     gates,
+    loading,
     meeting,
     native,
     own,
@@ -76,6 +78,7 @@ ENGINE = Engine(
                              positions=True, gated=True, opaque_attention=_opaque_attention),
     own_compiler=own_compile.own_compiler,
     serves=native.outcome,
+    loads_weights=loading.outcome,
     shims=shims.needed,
     warm_up=preparation.warm_up,
     auto_dtype=dtype.auto_dtype,

@@ -161,46 +161,71 @@ def _on_the_cpu(config, model_type: str, trust_remote_code: bool, meta: Served) 
 
 
 def _serve(config, model_type: str, trust_remote_code: bool, device: str = "meta") -> Served:
-    from vllm.config import DeviceConfig, LoadConfig, ModelConfig, VllmConfig, set_current_vllm_config
-    from vllm.model_executor.model_loader import get_model
-
     arch = (getattr(config, "architectures", None) or [None])[0] or architecture_for(model_type)[0]
     if not arch:
-        return Served("", failure=Failure.because(Status.SKIPPED, "no architecture: transformers maps this type "
-                                                                  "to no model class"))
-    try:  # made by the worker's warm-up (preparation.py), before any cell's clock; here where it could not
-        process_group()
-    except Exception as exc:
-        return Served(arch, failure=_environment(f"vLLM's process group: {message_of(exc)}"), step=SETUP)
-    model_info_cache()
+        return _no_architecture()
     directory = tempfile.mkdtemp(prefix="auditor-vllm-native-")
     before = getattr(config, "architectures", None)
     try:
         config.architectures = [arch]
         config.to_json_file(os.path.join(directory, "config.json"))
-        files = processor_files.write(model_type, directory)  # as a checkpoint has them
-        try:
-            model_config = ModelConfig(model=directory, model_impl="auto", skip_tokenizer_init=not files.tokenizer,
-                                       dtype="float32", trust_remote_code=trust_remote_code)
-            with config_shims():
-                vllm_config = VllmConfig(model_config=model_config, device_config=DeviceConfig(device="cpu"),
-                                         load_config=LoadConfig(load_format="dummy", device=device))
-        except Exception as exc:
-            return Served(arch, failure=_before(exc, files), step=MODEL_CONFIG, files=files)
-        impl = BACKEND if model_config.using_transformers_backend() else NATIVE
-        with set_current_vllm_config(vllm_config), kernel_shims() as used:
-            try:
-                model = get_model(vllm_config=vllm_config)
-            except Exception as exc:
-                failure = classify(exc, Phase.ENGINE, engine_package="vllm")
-                return Served(arch, impl, failure=failure, step=step_of(exc), shims=frozenset(used), files=files)
-        served = type(model).__name__
-        impl = BACKEND if served in followed().backend_classes else NATIVE
-        return Served(arch, impl, served, shims=frozenset(used), files=files)
+        return _get_model(directory, arch, model_type, trust_remote_code, load_format="dummy", device=device)
     finally:
         with contextlib.suppress(Exception):
             config.architectures = before
         shutil.rmtree(directory, ignore_errors=True)
+
+
+def load_checkpoint(directory, model_type: str, trust_remote_code: bool = False, device: str = "meta") -> Served:
+    """vLLM's get_model with its safetensors loader (load_format="safetensors") onto `device`,
+    on the checkpoint folder `directory` (its config.json and weight files; the processor files
+    are written beside them where a multimodal type needs them): loading.py's row."""
+    import json
+
+    with open(os.path.join(directory, "config.json"), encoding="utf-8") as handle:
+        architectures = json.load(handle).get("architectures") or [None]
+    arch = architectures[0] or architecture_for(model_type)[0]
+    if not arch:
+        return _no_architecture()
+    return _get_model(str(directory), arch, model_type, trust_remote_code, load_format="safetensors", device=device)
+
+
+def _no_architecture() -> Served:
+    return Served("", failure=Failure.because(Status.SKIPPED, "no architecture: transformers maps this type "
+                                                              "to no model class"))
+
+
+def _get_model(directory: str, arch: str, model_type: str, trust_remote_code: bool, *, load_format: str,
+               device: str) -> Served:
+    """vLLM's steps on the model folder `directory` (config.json written): its process group,
+    ModelConfig, VllmConfig, get_model with `load_format` onto `device`."""
+    from vllm.config import DeviceConfig, LoadConfig, ModelConfig, VllmConfig, set_current_vllm_config
+    from vllm.model_executor.model_loader import get_model
+
+    try:  # made by the worker's warm-up (preparation.py), before any cell's clock; here where it could not
+        process_group()
+    except Exception as exc:
+        return Served(arch, failure=_environment(f"vLLM's process group: {message_of(exc)}"), step=SETUP)
+    model_info_cache()
+    files = processor_files.write(model_type, directory)  # as a checkpoint has them
+    try:
+        model_config = ModelConfig(model=directory, model_impl="auto", skip_tokenizer_init=not files.tokenizer,
+                                   dtype="float32", trust_remote_code=trust_remote_code)
+        with config_shims():
+            vllm_config = VllmConfig(model_config=model_config, device_config=DeviceConfig(device="cpu"),
+                                     load_config=LoadConfig(load_format=load_format, device=device))
+    except Exception as exc:
+        return Served(arch, failure=_before(exc, files), step=MODEL_CONFIG, files=files)
+    impl = BACKEND if model_config.using_transformers_backend() else NATIVE
+    with set_current_vllm_config(vllm_config), kernel_shims() as used:
+        try:
+            model = get_model(vllm_config=vllm_config)
+        except Exception as exc:
+            failure = classify(exc, Phase.ENGINE, engine_package="vllm")
+            return Served(arch, impl, failure=failure, step=step_of(exc), shims=frozenset(used), files=files)
+    served = type(model).__name__
+    impl = BACKEND if served in followed().backend_classes else NATIVE
+    return Served(arch, impl, served, shims=frozenset(used), files=files)
 
 
 def step_of(exc: BaseException) -> str:
