@@ -175,7 +175,7 @@ def save(config, folder: Path, case: ModelCase):
         return Status.SKIPPED, f"cannot shrink: {exc}", {}
     except Exception as exc:
         return classify(exc)
-    auto, model = _with_head(tiny)
+    auto, model, changed = _with_head(tiny)
     try:
         inputs = decoder_inputs(model, LENGTH, seed=SEED)
     except CannotFeed as exc:
@@ -192,25 +192,65 @@ def save(config, folder: Path, case: ModelCase):
     save_file({**tensors, "output": output.detach().float().contiguous()}, str(folder / REFERENCE))
     info = {"model_type": case.model_type, "auto_class": auto, "model_class": type(model).__name__,
             "transformers": transformers.__version__, "length": LENGTH, "seed": SEED, "dtype": "float32",
-            "kwargs": {k: v for k, v in inputs.items() if not isinstance(v, torch.Tensor)}}
+            "kwargs": {k: v for k, v in inputs.items() if not isinstance(v, torch.Tensor)},
+            "exercised": {k: list(v) for k, v in changed.items()}}
     (folder / REFERENCE_INFO).write_text(json.dumps(info, indent=1), encoding="utf-8")
     return None
 
 
-def _with_head(tiny) -> tuple[str, object]:
-    """The tiny model with the type's causal-LM head where it has one (the same seed and config),
-    else the base model: the auto class's name and the model."""
+def _with_head(tiny) -> tuple[str, object, dict]:
+    """The tiny model with the type's causal-LM head where it has one (the same seed), else the
+    base model, on its config `exercised` (every window shorter than the input, every block type
+    of a repeating pattern present): the auto class's name, the model, and what was changed. Where
+    the exercised config does not build, the tiny config as it shrank."""
+    import copy
+
+    config, changed = exercised(copy.deepcopy(tiny.config))
+    for candidate, changes in ((config, changed), (tiny.config, {})):
+        built = _build(candidate)
+        if built is not None:
+            return (*built, changes)
+    return "AutoModel", tiny.model, {}
+
+
+def _build(config):
     import torch
-    from transformers import AutoModelForCausalLM
+    from transformers import AutoModel, AutoModelForCausalLM
     from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
 
-    if getattr(tiny.config, "model_type", "") in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES:
+    for auto in ((AutoModelForCausalLM,) if getattr(config, "model_type", "") in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+                 else ()) + (AutoModel,):
         torch.manual_seed(SEED)
         try:
-            return "AutoModelForCausalLM", AutoModelForCausalLM.from_config(tiny.config, dtype=torch.float32).eval()
+            return auto.__name__, auto.from_config(config, dtype=torch.float32).eval()
         except Exception:
-            pass  # its head does not build at this size: the base model's outputs still say it
-    return "AutoModel", tiny.model
+            continue  # its head does not build at this size: the base model's outputs still say it
+    return None
+
+
+def exercised(config, prefix: str = "") -> tuple[object, dict]:
+    """`config` changed so that the one input reaches the code a full-size checkpoint runs: every
+    integer window (a field whose name holds "window": sliding, local, attention, keep windows)
+    longer than half the input cut to a quarter of it, in the config and its sub-configs; and a
+    repeating `block_types` pattern whose blocks the shrunk layers do not all reach given a layer
+    for each (recurrent_gemma's attention block, third of three). Returns the config and
+    {field: (before, after)}."""
+    from transformers import PretrainedConfig
+
+    changed = {}
+    for name, value in list(vars(config).items()):
+        if isinstance(value, PretrainedConfig):
+            changed.update(exercised(value, f"{prefix}{name}.")[1])
+        elif "window" in name and isinstance(value, int) and not isinstance(value, bool) and value > LENGTH // 2:
+            setattr(config, name, LENGTH // 4)
+            changed[prefix + name] = (value, LENGTH // 4)
+    blocks = getattr(config, "block_types", None)
+    layers = getattr(config, "num_hidden_layers", None)
+    if isinstance(blocks, list) and blocks and isinstance(layers, int) and len(blocks) <= 8 \
+            and {blocks[i % len(blocks)] for i in range(layers)} != set(blocks):
+        config.num_hidden_layers = len(blocks)
+        changed[prefix + "num_hidden_layers"] = (layers, len(blocks))
+    return config, changed
 
 
 def _first_output(output):
@@ -239,6 +279,8 @@ def compare(folder: Path):
     info = json.loads(info_path.read_text(encoding="utf-8"))
     extras = {"saved_by": info["transformers"], "saved_class": info["model_class"],
               "input": f"{info['length']} seeded tokens (seed {info['seed']}), float32, cpu"}
+    if info.get("exercised"):  # the config fields the saving run changed from the tiny config (`exercised`)
+        extras["exercised"] = info["exercised"]
     outcome = _compare(folder, info, extras)
     if isinstance(outcome, Failure):
         return dataclasses.replace(outcome, extras={**outcome.extras, **extras})

@@ -87,6 +87,25 @@ def test_a_save_and_a_load_of_one_release_agree(saved):
     for model_type in SAVED:
         folder = saved / "saved" / model_type
         assert (folder / "model.safetensors").is_file() and (folder / "auditor-reference.json").is_file()
+    # gpt_neo's local attention window cut below the input, so the saved outputs went through it
+    assert rows["gpt_neo"]["extras"]["exercised"] == {"window_size": [256, 16]}
+    assert "exercised" not in rows["llama"]["extras"]  # nothing of llama's is longer than the input
+
+
+def test_the_input_reaches_every_window_and_block_a_full_size_model_runs():
+    import transformers
+
+    from auditor.checks.weights import LENGTH, exercised
+    from auditor.models.tiny import shrink
+
+    # recurrent_gemma's blocks repeat (recurrent, recurrent, attention): two shrunk layers never
+    # reach its attention block, whose window (2048) the input would not reach either.
+    config, changed = exercised(shrink(transformers.AutoConfig.for_model("recurrent_gemma")))
+    assert changed == {"attention_window_size": (2048, LENGTH // 4), "num_hidden_layers": (2, 3)}
+    assert config.attention_window_size == LENGTH // 4 and config.num_hidden_layers == 3
+    # a sub-config's window too (gemma3's text config)
+    _, changed = exercised(shrink(transformers.AutoConfig.for_model("gemma3")))
+    assert changed == {"text_config.sliding_window": (4096, LENGTH // 4)}
 
 
 def test_the_saved_checkpoints_load_the_same_in_another_run(compared):
