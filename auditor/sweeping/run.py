@@ -99,7 +99,7 @@ def _finish(plan: SweepPlan, tables: Tables, progress: tuple[int, int, str], sec
     run, files = None, ()
     try:
         run, files = tables.finish()
-        files += tuple(extra_files(run, plan.request.junit, plan.request.markdown, expected, tables.previous))
+        files += tuple(extra_files((run,), plan.request.junit, plan.request.markdown, expected, tables.previous))
     except OSError as exc:
         stopped = stopped or f"cannot write the tables and report in {plan.outdir}: {exc.strerror or exc}"
     kept = dict(results_path=path, done=done, total=total, run=run,

@@ -6,6 +6,7 @@ the reports folder: auditor.report.files.earlier_run)."""
 from __future__ import annotations
 
 import concurrent.futures
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -77,14 +78,15 @@ def write_tables(run: Run, outdir: Path, expected=None, previous: Run | None = N
     return tuple(write_report([run], outdir, expected, previous, no_previous))
 
 
-def extra_files(run: Run, junit: Path | None, markdown: Path | None, expected=None,
+def extra_files(runs: Sequence[Run], junit: Path | None, markdown: Path | None, expected=None,
                 previous: Run | None = None) -> list[Path]:
-    """The JUnit XML and the Markdown summary, where the request asked for them."""
+    """The JUnit XML and the Markdown summary of `runs` (this sweep's, and with --engine each
+    engine venv's too), where the request asked for them."""
     from auditor.report import write_junit, write_summary
 
     paths = []
     if junit is not None:
-        paths.append(write_junit([run], junit, expected))
+        paths.append(write_junit(list(runs), junit, expected))
     if markdown is not None:
-        paths.append(write_summary([run], markdown, expected, previous))
+        paths.append(write_summary(list(runs), markdown, expected, previous))
     return paths

@@ -83,8 +83,19 @@ def _resolved_checks(names: Sequence[str]) -> tuple:
     for check in checks:
         missing = [module for module in check.requires if importlib.util.find_spec(module) is None]
         if missing:
-            raise InputError(f"check {check.name!r} needs {', '.join(missing)} installed ({install_hint(missing[0])})")
+            raise InputError(f"check {check.name!r} needs {', '.join(missing)} installed ({install_hint(missing[0])})"
+                             + _engine_venvs(check.name))
     return checks
+
+
+def _engine_venvs(check: str) -> str:
+    """How an engine's venv can answer `check` instead (`--engine NAME==VERSION`), where one can."""
+    from auditor import engines
+
+    if check != "serves":
+        return ""
+    answering = [engines.example_requirement(e.name) for e in engines.all() if e.serves is not None]
+    return f", or let an engine's own venv answer it: --engine {' or --engine '.join(answering)}" if answering else ""
 
 
 def _check_limits(request: SweepRequest) -> None:

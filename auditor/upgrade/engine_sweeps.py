@@ -131,6 +131,27 @@ def own_checks(engine, checks: Sequence[str]) -> list[str]:
     return [c for c in OWN_CODE_CHECKS if c in checks] + (["serves"] if engine.serves is not None else [])
 
 
+def checks_here(checks, checked: Sequence[tuple[object, object]]) -> tuple[str, ...]:
+    """The checks this environment sweeps: `checks` but those only an engine's venv can answer
+    here (`serves`, where no engine that answers it is installed here and an --engine's venv
+    will: it is validated and run there, its rows joining this run's report). Where that leaves
+    nothing, this environment builds (`build`): the report's rows of the types swept here."""
+    from auditor.checks import get
+    from auditor.sweeping.options import listed
+
+    names = listed(checks)
+    away = [engine for spec, engine in checked if not (engine.installed and engine.version == spec.version)]
+    answered = {name for engine in away for name in own_checks(engine, ()) if name in names}
+    local = tuple(name for name in names if name not in answered or _runs_here(get(name)))
+    return local or ("build",)
+
+
+def _runs_here(check) -> bool:
+    import importlib.util
+
+    return all(importlib.util.find_spec(module) is not None for module in check.requires)
+
+
 def _venv_sweep(spec, engine, setup, transformers: Transformers, outdir: Path, request) -> EngineSweep:
     from auditor.sweeping.options import side_flags
     from auditor.upgrade.engines import ENGINES_ENV
@@ -208,10 +229,12 @@ def sweep_with_engines(request, events, upgrade_events: UpgradeEvents | None = N
     from auditor.sweeping.events import SweepEvents
     from auditor.sweeping.run import run_request
     from auditor.sweeping.select import select
+    from auditor.sweeping.tables import extra_files
     from auditor.sweeping.validate import validate
 
     upgrade_events = upgrade_events or UpgradeEvents()
     checked = checked_engines(request)  # the engines first: nothing is made for a refused one
+    request = dataclasses.replace(request, checks=checks_here(request.checks, checked))
     here = validate(dataclasses.replace(request, engines=()))
     select(here, SweepEvents())  # an empty selection too, before a venv is made
     outdir = here.outdir
@@ -224,6 +247,8 @@ def sweep_with_engines(request, events, upgrade_events: UpgradeEvents | None = N
     every = (outcome.run, *runs)
     try:
         written = tuple(write_report(every, outcome.outdir, expected, outcome.previous))  # since the last run too
+        # --junit and --markdown over every run too, in place of this environment's alone
+        written += tuple(extra_files(every, request.junit, request.markdown, expected, outcome.previous))
     except OSError as exc:
         raise InputError(f"cannot write to {outcome.outdir}: {exc.strerror or exc}") from None
     hits = tuple(gate_hits(expected_matrix(list(every), expected), rules)) if rules else ()

@@ -100,3 +100,39 @@ def test_the_venvs_own_code_rows_are_reported_beside_this_run(home, capsys):
     assert len({row["environment"] for row in table}) == 2
     assert "vLLM 0.33.0 (venv): vLLM 0.33.0 (own code, native or Transformers backend) would serve 1 of 2" in err
     assert "vLLM 0.33.0 (own code, native or Transformers backend)" in (out / "report.html").read_text()
+
+
+def test_a_check_only_the_engines_venv_answers_runs_there_and_junit_and_markdown_hold_its_rows(home, capsys):
+    # `serves` needs vLLM or SGLang, neither installed here: it is validated and run in the engine's
+    # venv (the fake noxfile's sweep hands back vLLM 0.33.0's serves rows), and this environment
+    # sweeps the rest (build); --junit and --markdown are written over both runs.
+    if any(engine.installed for engine in engines.all() if engine.serves is not None):
+        pytest.skip("an engine that answers `serves` is installed here")
+    cache = home / "venvs" / "engines" / "vllm-0.33.0.json"
+    cache.parent.mkdir(parents=True)
+    cache.write_text(json.dumps({"engine": "vllm==0.33.0", "transformers": ""}))  # takes any transformers
+    _engine_run(home)
+    out = home / "out"
+    code = main(["sweep", "--engine", "vllm==0.33.0", "--models", "gpt2,llama", "--checks", "build,serves",
+                 "-o", str(out), "--junit", str(home / "junit.xml"), "--markdown", str(home / "summary.md")])
+    err = capsys.readouterr().err
+    assert code == 0, err
+    sweep = (home / "log.txt").read_text().splitlines()[1].split()
+    assert sweep[sweep.index("--checks") + 1] == "serves"
+    assert {r.check for r in read_run(out).results} == {"build"}  # here: what runs here
+    junit = (home / "junit.xml").read_text()
+    for model_type in ("gpt2", "llama"):  # this run's rows and the venv's
+        assert f'<testcase classname="{model_type}" name="build"' in junit
+        assert f'<testcase classname="{model_type}" name="serves/vllm"' in junit
+    summary = (home / "summary.md").read_text()
+    assert "| serves/vllm | - | 1 build, 1 undecided (gpt2) |" in summary
+    assert "**serves/vllm (vLLM 0.33.0 (venv))** · undecided (1): gpt2" in summary
+
+
+def test_with_no_engine_to_answer_serves_the_refusal_names_one(home, capsys):
+    if any(engine.installed for engine in engines.all() if engine.serves is not None):
+        pytest.skip("an engine that answers `serves` is installed here")
+    assert main(["sweep", "--models", "gpt2", "--checks", "build,serves", "-o", str(home / "out")]) == 2
+    err = capsys.readouterr().err
+    assert f"or let an engine's own venv answer it: --engine {engines.example_requirement('vllm')}" in err
+    assert not (home / "out").exists()
