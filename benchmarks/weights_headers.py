@@ -8,6 +8,11 @@ each in a fresh process, as a sweep's worker does: the config read, the full-siz
 the meta device, the headers read and handed to transformers' own loading pipeline
 (auditor.models.checkpoints.map_onto_meta). Prints, per checkpoint, its apparent and on-disk
 size, the verdict, the seconds of each step and the process's peak resident memory.
+
+Run with the interpreter of a venv that has vLLM (`.venv-vllm/bin/python`, VLLM_TARGET_DEVICE=cpu),
+each checkpoint also goes through vLLM's own weight loader on the meta device, fed meta tensors of
+the headers (auditor.engines.vllm.loading.load), in a fresh process of its own: its seconds
+(vLLM's import and one-process group apart, as a sweep's worker has them made) and peak memory.
 """
 
 from __future__ import annotations
@@ -37,8 +42,25 @@ print(json.dumps({"clean": mapped.clean, "tensors": mapped.tensors, "class": map
                   "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 """
 
+VLLM_CHILD = r"""
+import json, resource, sys, time
+from pathlib import Path
+from auditor.engines.vllm import loading, preparation
+preparation.warm_up()  # vLLM's import and its one-process group: a worker's, before any row
+t0 = time.perf_counter()
+found = loading.load(Path(sys.argv[1]), "llama")
+t1 = time.perf_counter()
+status = found[0] if isinstance(found, tuple) else found.status
+message = found[1] if isinstance(found, tuple) else found.message
+print(json.dumps({"status": str(status), "message": message[:200], "load_s": t1 - t0,
+                  "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+"""
+
 
 def main() -> None:
+    import importlib.util
+    import os
+
     from transformers import LlamaConfig
 
     from tests.checks.checkpoint_files import llama_70b, model_tensors, write_checkpoint
@@ -64,6 +86,17 @@ def main() -> None:
               f"{figures['class']} {figures['tensors']} tensors, clean={figures['clean']}; import "
               f"{figures['import_s']:.2f} s, config+headers {figures['headers_s']:.2f} s, map {figures['map_s']:.2f} s, "
               f"peak {figures['peak_mb']:.0f} MB")
+        if importlib.util.find_spec("vllm") is None:
+            continue
+        proc = subprocess.run([sys.executable, "-c", VLLM_CHILD, str(folder)], capture_output=True, text=True,
+                              cwd=ROOT, env={**os.environ, "HF_HUB_OFFLINE": "1",
+                                             "VLLM_TARGET_DEVICE": os.environ.get("VLLM_TARGET_DEVICE", "cpu")})
+        if proc.returncode:
+            print(proc.stderr[-2000:])
+            continue
+        figures = json.loads(proc.stdout.strip().splitlines()[-1])
+        print(f"{name} through vLLM's loader on meta: {figures['status']} ({figures['message']}); "
+              f"{figures['load_s']:.2f} s, peak {figures['peak_mb']:.0f} MB")
 
 
 if __name__ == "__main__":
