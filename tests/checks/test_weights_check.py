@@ -20,13 +20,16 @@ from tests.checks.checkpoint_files import llama_70b, model_tensors, write_checkp
 from tests.conftest import by_type, read_rows, run_auditor, run_auditors
 
 SAVED = ["llama", "gpt2", "gpt_neo", "cpmant"]
+# Saved too, with no outputs to compare: mllama's own auto class cannot load what its class saves;
+# clip takes pixel values, not the check's token ids.
+UNCOMPARED = ["mllama", "clip"]
 
 
 @pytest.fixture(scope="module")
 def saved(tmp_path_factory):
     """One sweep saving the weights check's checkpoints of SAVED (a round trip in this release)."""
     root = tmp_path_factory.mktemp("weights")
-    proc = run_auditor("sweep", "--models", ",".join(SAVED), "--checks", "build,weights",
+    proc = run_auditor("sweep", "--models", ",".join(SAVED + UNCOMPARED), "--checks", "build,weights",
                        "--weights-save", str(root / "saved"), "-o", str(root / "run"), "-j", "2")
     assert proc.returncode == 0, proc.stderr
     return root
@@ -132,6 +135,17 @@ def test_each_change_gets_its_verdict_with_what_and_where(compared):
     assert cpmant["status"] == "forward-error" and "[raised at " in cpmant["message"]
     gone = rows["auditor_gone"]
     assert gone["status"] == "type-removed" and "auditor_gone" in gone["message"]
+
+
+def test_a_release_that_cannot_load_its_own_save_or_run_the_input_says_which(saved):
+    rows = by_type(read_rows(saved / "run")[1], "weights")
+    mllama = rows["mllama"]
+    # mllama is a type of this release: not `type-removed`, but a load its own save cannot make
+    assert mllama["status"] == "load-error" and mllama["fault"] == "model", mllama
+    assert "AutoModelForCausalLM cannot load what MllamaForCausalLM saved" in mllama["message"]
+    assert "MllamaTextConfig" in mllama["message"] and "[raised at " in mllama["message"]
+    clip = rows["clip"]  # the check's input is not one the model takes: no verdict of the model's
+    assert clip["status"] == "skipped" and "no outputs to compare on" in clip["message"], clip
 
 
 def test_a_type_with_nothing_saved_is_skipped_and_says_so(compared):
