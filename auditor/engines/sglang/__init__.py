@@ -8,14 +8,14 @@ build it makes is build.py, the order it meets a model in meeting.py; its whole 
 SGLang has no class compile decorator (it compiles the whole model, `torch.compile` with
 dynamo's guards kept), so the engine has no decorator policy: its own-code rows are selected
 by `own_policy`, and the checks that decorate leave that policy out. Its rows are
-`backend/sglang/<gate>`. Nothing here imports SGLang at import time: only own.py and serving.py do, when called.
+`backend/sglang/<gate>`. Nothing here imports SGLang at import time: only own.py, serving.py and loading.py do, when called.
 """
 
 from __future__ import annotations
 
 from auditor.engines.common import reads_attention
 from auditor.engines.interface import BuildSettings, CompileSemantics, Engine, Gate
-from auditor.engines.sglang import build, gates, meeting, modules, own, releases, serving
+from auditor.engines.sglang import build, gates, loading, meeting, modules, own, releases, serving
 
 ENGINE = Engine(
     name="sglang",
@@ -62,6 +62,8 @@ ENGINE = Engine(
     # --model-impl transformers (serving.py), on the meta device, its import and one-process group
     # made once per worker.
     serves=serving.outcome,
+    # its own loader with load_format=safetensors on meta, fed the headers (loading.py): weights/sglang
+    loads_weights=loading.outcome,
     shims=serving.shims_in_use,
     warm_up=serving.warm_up,
 )

@@ -53,7 +53,8 @@ TINY_ON_CPU = "cpu, from its tiny config (the meta device cannot finish it)"
 # Functions of SGLang's whose frame names the step (innermost wins), srt/model_loader/.
 _STEP_OF_FUNCTION = {"get_model_architecture": REGISTRY, "resolve_transformers_arch": REGISTRY,
                      "_initialize_model": CONSTRUCTOR, "initialize_dummy_weights": WEIGHTS,
-                     "post_load_weights": WEIGHTS, "process_weights_after_loading": WEIGHTS}
+                     "post_load_weights": WEIGHTS, "process_weights_after_loading": WEIGHTS,
+                     "load_weights_only": WEIGHTS, "load_weights": WEIGHTS, "postprocess_weights": WEIGHTS}
 _MADE: set[str] = set()
 # What SGLang's modules registered with transformers' auto classes (mapping id -> {key: value}):
 # applied while SGLang builds, taken away after (registrations_scoped).
@@ -143,10 +144,10 @@ def process_group() -> None:
     _MADE.add("process group")
 
 
-def _server_args(directory: str):
+def _server_args(directory: str, load_format: str = "dummy"):
     from sglang.srt.server_args import ServerArgs
 
-    return ServerArgs(model_path=directory, device="cpu", load_format="dummy", model_impl="transformers",
+    return ServerArgs(model_path=directory, device="cpu", load_format=load_format, model_impl="transformers",
                       skip_tokenizer_init=True, dtype="float32", trust_remote_code=True)
 
 
@@ -195,7 +196,19 @@ def _meta_limit(served: SglangBuild) -> bool:
 
 
 def _serve(config, meta: bool) -> SglangBuild:
-    arch = config.architectures[0]
+    directory = tempfile.mkdtemp(prefix="auditor-sglang-")
+    try:
+        config.to_json_file(os.path.join(directory, "config.json"))
+        return load_folder(directory, config.architectures[0], meta=meta)
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+def load_folder(directory: str, arch: str, meta: bool, load_format: str = "dummy") -> SglangBuild:
+    """SGLang's steps on the model folder `directory` (its config.json written): its parallel
+    state, ServerArgs with `load_format` ("dummy" for the serves row; "safetensors" for the
+    weights row, loading.py), ModelConfig, the loader and its load_model; on the meta device
+    (shims `meta-device`, `dummy-weights`) or the CPU."""
     used = tuple(sorted(shims.in_use()))
     try:
         cpu_engine()
@@ -204,32 +217,30 @@ def _serve(config, meta: bool) -> SglangBuild:
             process_group()
     except Exception as exc:
         return SglangBuild(arch, failure=_environment(f"SGLang's parallel state: {message_of(exc)}"), step=SETUP, shims=used)
-    directory = tempfile.mkdtemp(prefix="auditor-sglang-")
     step = SERVER_ARGS
     try:
-        config.to_json_file(os.path.join(directory, "config.json"))
         with registrations_scoped(), shims.on_meta() if meta else contextlib.nullcontext() as device:
             from sglang.srt.configs.device_config import DeviceConfig
             from sglang.srt.configs.load_config import LoadConfig
             from sglang.srt.configs.model_config import ModelConfig
             from sglang.srt.model_loader import get_model_loader
 
-            server_args = _publish(_server_args(directory))
+            server_args = _publish(_server_args(directory, load_format))
             step = MODEL_CONFIG
             model_config = ModelConfig.from_server_args(server_args)
             step = REGISTRY
-            loader = get_model_loader(LoadConfig(load_format="dummy"), model_config)
+            loader = get_model_loader(LoadConfig(load_format=load_format), model_config)
             device_config = DeviceConfig(device="cpu")
             if meta:
                 device_config.device = device  # DeviceConfig refuses "meta" (shim `meta-device`)
-                used = tuple(sorted({*used, shims.META_DEVICE, shims.DUMMY_WEIGHTS}))
+                used = tuple(sorted({*used, shims.META_DEVICE, *((shims.DUMMY_WEIGHTS,) if load_format == "dummy"
+                                                                  else ())}))
             model = loader.load_model(model_config=model_config, device_config=device_config)
         return SglangBuild(arch, type(model).__name__, shims=used)
     except Exception as exc:
         failure = classify(exc, Phase.ENGINE, engine_package=PACKAGE)
         return SglangBuild(arch, failure=failure, step=step_of(exc, step), shims=used)
     finally:
-        shutil.rmtree(directory, ignore_errors=True)
         with contextlib.suppress(Exception):
             import gc
 
