@@ -71,3 +71,32 @@ def llama_70b():
     return LlamaConfig(hidden_size=8192, intermediate_size=28672, num_hidden_layers=80, num_attention_heads=64,
                        num_key_value_heads=8, vocab_size=128256, max_position_embeddings=8192,
                        architectures=["LlamaForCausalLM"], dtype="bfloat16", tie_word_embeddings=False)
+
+
+def changed_checkpoints(root: Path, config, extra: str, lacking: str, shards: int = 1) -> dict[str, Path]:
+    """Sparse checkpoint folders of `config` under `root`: `whole` (every tensor, in `shards` files),
+    `extra` (one more tensor, named `extra`, that the model does not have) and `lacking` (without
+    the tensor `lacking`)."""
+    tensors = model_tensors(config)
+    more = dict(tensors)
+    more[extra] = ((8, 8), str(config.dtype or "bfloat16").removeprefix("torch."))
+    fewer = {name: value for name, value in tensors.items() if name != lacking}
+    return {"whole": write_checkpoint(root / "whole", config, tensors, shards=shards),
+            "extra": write_checkpoint(root / "extra", config, more),
+            "lacking": write_checkpoint(root / "lacking", config, fewer)}
+
+
+def sweep_weights(root: Path, types, folders: dict[str, Path], engine: str, jobs: int = 1, env=None):
+    """One sweep of the weights check over model `types` and the checkpoint `folders` (by row
+    name): ({row: the engine's weights row}, {row: transformers' weights row})."""
+    from tests.conftest import read_rows, run_auditor
+
+    out = root / "run"
+    # --models names the checkpoints' rows too (with --models, only the rows it names are swept)
+    proc = run_auditor("sweep", "--models", ",".join((*types, *folders)),
+                       *(a for folder in folders.values() for a in ("--checkpoint", str(folder))),
+                       "--checks", "weights", "-o", str(out), "-j", str(jobs), env=env or {})
+    assert proc.returncode in (0, 1), proc.stderr[-3000:]
+    rows = [r for r in read_rows(out)[1] if r["check"] == "weights"]
+    return ({r["model_type"]: r for r in rows if r["component"] == engine},
+            {r["model_type"]: r for r in rows if not r["component"]})

@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.checks.checkpoint_files import model_tensors, write_checkpoint
-from tests.conftest import read_rows, run_auditor
+from tests.checks.checkpoint_files import changed_checkpoints, sweep_weights
 
 pytest.importorskip("sglang", reason="SGLang is not installed (scripts/install_sglang.sh): its own loader needs it")
 pytestmark = pytest.mark.slow
@@ -26,35 +25,21 @@ def loaded(tmp_path_factory):
     config = LlamaConfig(hidden_size=256, intermediate_size=512, num_hidden_layers=4, num_attention_heads=4,
                          num_key_value_heads=2, vocab_size=1024, architectures=["LlamaForCausalLM"],
                          dtype="bfloat16", tie_word_embeddings=False)
-    tensors = model_tensors(config)
-    write_checkpoint(root / "small-llama", config, tensors, shards=2)
-    extra = dict(tensors)
-    extra["model.layers.1.mlp.extra_proj.weight"] = ((8, 8), "bfloat16")
-    write_checkpoint(root / "extra", config, extra)
-    lacking = dict(tensors)
-    del lacking["model.layers.2.self_attn.o_proj.weight"]
-    write_checkpoint(root / "lacking", config, lacking)
-    checkpoints = ("small-llama", "extra", "lacking")
-    out = root / "run"
-    proc = run_auditor("sweep", "--models", ",".join((*TYPES, *checkpoints)),
-                       *(a for name in checkpoints for a in ("--checkpoint", str(root / name))),
-                       "--checks", "weights", "-o", str(out), "-j", "1")
-    assert proc.returncode in (0, 1), proc.stderr[-3000:]
-    rows = read_rows(out)[1]
-    return ({r["model_type"]: r for r in rows if r["check"] == "weights" and r["component"] == "sglang"},
-            {r["model_type"]: r for r in rows if r["check"] == "weights" and not r["component"]})
+    folders = changed_checkpoints(root, config, extra="model.layers.1.mlp.extra_proj.weight",
+                                  lacking="model.layers.2.self_attn.o_proj.weight", shards=2)
+    return sweep_weights(root, TYPES, folders, "sglang")
 
 
 def test_sglang_places_every_tensor_of_a_tiny_checkpoint_and_a_header_on_meta(loaded):
     sglang, _ = loaded
-    for name in ("llama", "small-llama"):
+    for name in ("llama", "whole"):  # whole: the small Llama's headers
         row = sglang[name]
         assert row["status"] == "loaded", row
         assert row["message"].startswith("SGLang's loader placed every tensor: Transformers backend")
         assert row["extras"]["data_read"].startswith("none")
         # SGLang's processing after loading refuses the meta device: about devices, not names, and said so
         assert "process_device cannot be meta" in row["extras"]["not_run"]
-    assert sglang["small-llama"]["extras"]["tensors"] == 39
+    assert sglang["whole"]["extras"]["tensors"] == 39
 
 
 def test_a_name_sglang_cannot_map_is_keys_with_sglangs_file_and_line(loaded):

@@ -11,8 +11,13 @@ import os
 
 import pytest
 
-from tests.checks.checkpoint_files import llama_70b, model_tensors, write_checkpoint
-from tests.conftest import read_rows, run_auditor
+from tests.checks.checkpoint_files import (
+    changed_checkpoints,
+    llama_70b,
+    model_tensors,
+    sweep_weights,
+    write_checkpoint,
+)
 
 pytest.importorskip("vllm", reason="vLLM is not installed (pip install 'model-sweep-auditor[vllm]'): its own "
                                    "weight loader needs it")
@@ -25,28 +30,13 @@ TYPES = ("llama", "olmo3", "deepseek_v3")
 def loaded(tmp_path_factory):
     root = tmp_path_factory.mktemp("vllm-weights")
     config = llama_70b()
-    tensors = model_tensors(config)
-    write_checkpoint(root / "llama-70b", config, tensors, shards=4)
-    extra = dict(tensors)
-    extra["model.layers.3.mlp.extra_proj.weight"] = ((8, 8), "bfloat16")
-    write_checkpoint(root / "extra", config, extra)
-    lacking = dict(tensors)
-    del lacking["model.layers.7.self_attn.o_proj.weight"]
-    write_checkpoint(root / "lacking", config, lacking)
-    reshaped = dict(tensors)
+    folders = changed_checkpoints(root, config, extra="model.layers.3.mlp.extra_proj.weight",
+                                  lacking="model.layers.7.self_attn.o_proj.weight", shards=4)
+    reshaped = model_tensors(config)
     reshaped["model.layers.2.self_attn.o_proj.weight"] = ((8192, 4096), "bfloat16")
-    write_checkpoint(root / "reshaped", config, reshaped)
-    out = root / "run"
-    checkpoints = ("llama-70b", "extra", "lacking", "reshaped")
-    # --models names the checkpoints' rows too (with --models, only the rows it names are swept)
-    proc = run_auditor("sweep", "--models", ",".join((*TYPES, *checkpoints)),
-                       *(a for name in checkpoints for a in ("--checkpoint", str(root / name))),
-                       "--checks", "weights", "-o", str(out), "-j", "2",
-                       env={"VLLM_TARGET_DEVICE": os.environ.get("VLLM_TARGET_DEVICE", "cpu")})
-    assert proc.returncode in (0, 1), proc.stderr[-3000:]
-    rows = read_rows(out)[1]
-    return ({r["model_type"]: r for r in rows if r["check"] == "weights" and r["component"] == "vllm"},
-            {r["model_type"]: r for r in rows if r["check"] == "weights" and not r["component"]})
+    folders["reshaped"] = write_checkpoint(root / "reshaped", config, reshaped)
+    return sweep_weights(root, TYPES, folders, "vllm", jobs=2,
+                         env={"VLLM_TARGET_DEVICE": os.environ.get("VLLM_TARGET_DEVICE", "cpu")})
 
 
 def test_vllm_loads_a_tiny_checkpoint_and_a_70b_header_on_the_meta_device(loaded):
@@ -55,7 +45,7 @@ def test_vllm_loads_a_tiny_checkpoint_and_a_70b_header_on_the_meta_device(loaded
     assert llama["status"] == "loaded", llama
     assert llama["message"].startswith("vLLM's loader placed every tensor: native LlamaForCausalLM")
     assert llama["extras"]["data_read"].startswith("none") and llama["extras"]["engine_version"] == "0.34.0"
-    big = vllm["llama-70b"]
+    big = vllm["whole"]  # the 70B Llama
     assert big["status"] == "loaded", big
     assert big["extras"]["tensors"] == 723 and big["extras"]["served"] == "LlamaForCausalLM"
     assert float(big["seconds"]) < 30  # vLLM builds 80 layers on meta; what it reads is 4 headers

@@ -73,11 +73,16 @@ def _engine_run(home: Path) -> None:
     (home / "new.jsonl").write_text((home / "prepared" / "results.jsonl").read_text())
 
 
-def test_the_venvs_own_code_rows_are_reported_beside_this_run(home, capsys):
+def _engine_venv(home: Path) -> None:
+    """vLLM 0.33.0's venv as the fake noxfile gives it: cached as taking any transformers, its sweep's run prepared."""
     cache = home / "venvs" / "engines" / "vllm-0.33.0.json"
     cache.parent.mkdir(parents=True)
     cache.write_text(json.dumps({"engine": "vllm==0.33.0", "transformers": ""}))  # takes any transformers
     _engine_run(home)
+
+
+def test_the_venvs_own_code_rows_are_reported_beside_this_run(home, capsys):
+    _engine_venv(home)
     out = home / "out"
     code = main(["sweep", "--engine", "vllm==0.33.0", "--models", "gpt2,llama", "--checks", "build,backend",
                  "--jobs", "2", "-o", str(out)])
@@ -108,10 +113,7 @@ def test_a_check_only_the_engines_venv_answers_runs_there_and_junit_and_markdown
     # sweeps the rest (build); --junit and --markdown are written over both runs.
     if any(engine.installed for engine in engines.all() if engine.serves is not None):
         pytest.skip("an engine that answers `serves` is installed here")
-    cache = home / "venvs" / "engines" / "vllm-0.33.0.json"
-    cache.parent.mkdir(parents=True)
-    cache.write_text(json.dumps({"engine": "vllm==0.33.0", "transformers": ""}))  # takes any transformers
-    _engine_run(home)
+    _engine_venv(home)
     out = home / "out"
     code = main(["sweep", "--engine", "vllm==0.33.0", "--models", "gpt2,llama", "--checks", "build,serves",
                  "-o", str(out), "--junit", str(home / "junit.xml"), "--markdown", str(home / "summary.md")])
