@@ -209,12 +209,33 @@ def _with_head(tiny) -> tuple[str, object, dict]:
     the exercised config does not build, the tiny config as it shrank."""
     import copy
 
-    config, changed = exercised(copy.deepcopy(tiny.config))
+    config, changed = _as_saved(*exercised(copy.deepcopy(tiny.config)))
     for candidate, changes in ((config, changed), (tiny.config, {})):
         built = _build(candidate)
         if built is not None:
             return (*built, changes)
     return "AutoModel", tiny.model, {}
+
+
+def _as_saved(config, changed: dict) -> tuple[object, dict]:
+    """`config` as `from_pretrained` will read it back (made again from its own dict), and the
+    changes that survive that: a field its class derives from another in `__init__`
+    (modernbert-decoder's `sliding_window`, from `local_attention`) is made again from the one it
+    derives from, so the model saved and the model loaded run the same config."""
+    if not changed:
+        return config, changed
+    try:
+        again = type(config).from_dict(config.to_dict())
+    except Exception:
+        return config, {}
+    kept = {}
+    for path, (before, after) in changed.items():
+        value = again
+        for part in path.split("."):
+            value = getattr(value, part, None)
+        if value == after:
+            kept[path] = (before, after)
+    return again, kept
 
 
 def _build(config):

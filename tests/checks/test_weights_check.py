@@ -247,3 +247,25 @@ def test_a_checkpoint_rows_repro_command_sweeps_that_row_again(checkpoints, tmp_
     assert proc.returncode == 0, proc.stderr
     rows = read_rows(tmp_path / "again")[1]
     assert {(r["model_type"], r["check"], r["status"]) for r in rows} == {("lacking", "weights", "keys")}
+
+
+def test_a_window_its_config_derives_again_on_loading_is_left_as_it_was():
+    # As transformers 4.57.6's ModernBertDecoderConfig does: `sliding_window` made in __init__ from
+    # `local_attention`, so a cut of it alone would not be what from_pretrained reads back (the
+    # saved and the loaded model would run different windows: a difference of the auditor's making).
+    from transformers import PretrainedConfig
+
+    from auditor.checks.weights import _as_saved, exercised
+
+    class Derived(PretrainedConfig):
+        model_type = "auditor_derived_window"
+
+        def __init__(self, local_attention=128, attention_window_size=512, **kwargs):
+            super().__init__(**kwargs)
+            self.local_attention = local_attention
+            self.sliding_window = local_attention // 2
+            self.attention_window_size = attention_window_size
+
+    config, changed = _as_saved(*exercised(Derived()))
+    assert changed == {"attention_window_size": (512, 16)}  # kept: __init__ takes it as it is
+    assert config.sliding_window == 64 and config.attention_window_size == 16
