@@ -42,8 +42,8 @@ sys.path.insert(0, str(ROOT))
 # The sides of upgrade-check (sessions upgrade_check(base) and upgrade_check(new)) ship inside the
 # package, so that a pip install runs them too; importing them registers them here as well, and
 # `install` is the one rule of what every venv gets.
-from auditor.upgrade.sides.noxfile import install as _install  # noqa: E402
-from auditor.upgrade.sides.noxfile import upgrade_check  # noqa: E402, F401
+from auditor.environments.sides.noxfile import install as _install  # noqa: E402
+from auditor.environments.sides.noxfile import upgrade_check  # noqa: E402, F401
 
 PYTHONS = ["3.10", "3.11", "3.12", "3.13", "3.14"]
 # The Python of the single-version sessions: the one with a local CPU build of torch here.
@@ -95,8 +95,8 @@ def _run_transformers(session: nox.Session) -> str:
         requirement = kept.read_text().split("\n", 1)[0].strip()
         session.log(f"transformers for this run: {requirement} ({kept})")
         return requirement
-    # auditor.upgrade.releases needs only `packaging` (which nox itself depends on).
-    from auditor.upgrade.releases import ReleaseError, index_releases
+    # auditor.environments.releases needs only `packaging` (which nox itself depends on).
+    from auditor.environments.releases import ReleaseError, index_releases
 
     pythons = _run_pythons()
     common: set[str] | None = None

@@ -15,14 +15,16 @@ PACKAGE = Path(__file__).resolve().parents[1] / "auditor"
 
 # Lowest first: a layer may import the layers before it, never one after it. `report` stands
 # beside the sweep's stack and may use `core` only; `sweeping` (the steps of a sweep, which write
-# the tables), `upgrade` (the runners of upgrade-check, bisect and versions: they spell their
-# sides' sweep options with the sweep's declarations and render reports), `atlas` (the grid
-# across releases: it sweeps with the two below it and derives with `report`), `api` (the Python
-# API) and `cli` (a thin layer over them) use it.
-LAYERS = ("core", "models", "engines", "remote", "checks", "executors", "sweeping", "upgrade",
-          "atlas", "api", "cli")
+# the tables), `environments` (other environments: venvs of a release made, locked, reused and
+# run, and the one sweep that runs here or in them: it renders the report of every run),
+# `upgrade` (the runners of upgrade-check, bisect and versions: they spell their sides' sweep
+# options with the sweep's declarations and render reports), `atlas` (the grid across releases:
+# it sweeps with the layers below it and derives with `report`), `api` (the Python API) and `cli`
+# (a thin layer over them) use it.
+LAYERS = ("core", "models", "engines", "remote", "checks", "executors", "sweeping", "environments",
+          "upgrade", "atlas", "api", "cli")
 BESIDE = {"report": {"core"}}
-FACADES = {"sweeping", "upgrade", "atlas", "api", "cli"}  # the layers that may use `report`
+FACADES = {"sweeping", "environments", "upgrade", "atlas", "api", "cli"}  # the layers that may use `report`
 # The package's own __init__ holds __version__, which every layer may read, and hands out the
 # names of `auditor.api` on first use (a module __getattr__), never at import time.
 ROOT = "auditor"

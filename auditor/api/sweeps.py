@@ -1,10 +1,10 @@
 """`auditor.sweep(...)` and what goes with it: the public names of the sweep's pipeline
 (auditor/sweeping/), which the API hands out; a sweep with `engines` (`--engine vllm==0.34.0`)
-goes through auditor.upgrade.engine_sweeps, which makes the engines' venvs."""
+goes through auditor.environments.engine_sweeps.run_sweep (the one place that chooses here or in
+the engines' venvs), as every sweep does."""
 
 from __future__ import annotations
 
-from auditor.sweeping import run as _run
 from auditor.sweeping.events import SweepEvents, SweepOutcome
 from auditor.sweeping.options import (
     DEFAULT_CHECKS,
@@ -21,16 +21,11 @@ def run_request(request: SweepRequest, events: SweepEvents, rules: tuple = (), e
                 engine_events=None) -> SweepOutcome:
     """The steps of a sweep (auditor.sweeping.run.run_request); with `request.engines`, the
     engines' venvs too (what their installs and sweeps do goes to `engine_events`, an
-    auditor.upgrade.runner.UpgradeEvents): its outcome is this environment's, its files and
+    auditor.environments.runner.UpgradeEvents): its outcome is this environment's, its files and
     gate over every run."""
-    if not request.engines:
-        return _run.run_request(request, events, rules, expected)
-    from dataclasses import replace
+    from auditor.environments.engine_sweeps import run_sweep
 
-    from auditor.upgrade.engine_sweeps import sweep_with_engines
-
-    found = sweep_with_engines(request, events, engine_events, rules=rules, expected=expected)
-    return replace(found.outcome, files=found.written, gate_hits=found.gate_hits, engine_runs=found.runs)
+    return run_sweep(request, events, engine_events, rules=rules, expected=expected).sweep_outcome
 
 
 def sweep(output=None, *, events: SweepEvents | None = None, fail_on=(), expected=None, **options) -> SweepOutcome:

@@ -1,7 +1,7 @@
 """The atlas's runs on a Ray cluster: each (transformers, engine releases, Python) run is one task.
 
 With `--executor ray`, every planned run that the atlas lacks goes to a node with room, as one Ray
-task (`sweep_on_node`): the node makes the run's environment itself, with the upgrade layer's
+task (`sweep_on_node`): the node makes the run's environment itself, with auditor.environments'
 own steps (a venv per release under the node's venv home, `releases/RELEASE/`, made with uv
 when it is there and reused by every later run of that release on that node), sweeps there with
 the local pool, and sends the run folder's files back. The caller writes them into DIR/runs/ and
@@ -22,7 +22,6 @@ import contextlib
 import logging
 import os
 import shutil
-import subprocess
 import tempfile
 import time
 from collections.abc import Iterator
@@ -36,9 +35,6 @@ from auditor.core.results import Run
 POLL_SECONDS = 1.0
 LOG_TAIL = 4000  # characters of a failed step's output in the error
 STALE_SECONDS = 24 * 3600  # a node's run folder left that long ago is a killed run's
-# What a node's run must not inherit from the Ray worker that starts it: the venv is the run's
-# environment, whatever the worker's Python has on its path.
-_NOT_INHERITED = ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "PYTHONSTARTUP")
 
 
 @dataclass(frozen=True)
@@ -58,7 +54,7 @@ class NodeRunError(RuntimeError):
 
 
 def order_of(planned: PlannedRun, plan: AtlasPlan) -> RunOrder:
-    from auditor.upgrade.plan import sweep_flags
+    from auditor.environments.steps import sweep_flags
 
     values = sweep_values(plan.sweep)
     cpus = max(1, int(values.get("jobs") or 1))
@@ -141,7 +137,7 @@ def _received(planned: PlannedRun, files: dict[str, bytes], events) -> Run:
     not the planned run's environment."""
     from auditor.atlas.keys import key_of
     from auditor.core.results import RESULTS_FILE
-    from auditor.upgrade import runner
+    from auditor.environments import runner
 
     if RESULTS_FILE not in files:
         raise InputError(f"the run of transformers {planned.release} came back without {RESULTS_FILE}")
@@ -163,10 +159,10 @@ def _received(planned: PlannedRun, files: dict[str, bytes], events) -> Run:
 def sweep_on_node(order: RunOrder) -> dict[str, bytes]:
     """A Ray task: make the run's venv on this node (or reuse it), sweep there, and return the run
     folder's files (name -> bytes). A failed step raises NodeRunError with its output's tail."""
+    from auditor.environments import runner
+    from auditor.environments.steps import parse_transformers
+    from auditor.environments.venvs import RELEASES_ENVDIR, release_steps
     from auditor.sweeping.options import side_flags
-    from auditor.upgrade import runner
-    from auditor.upgrade.plan import parse_transformers
-    from auditor.upgrade.venvs import RELEASES_ENVDIR, release_steps
 
     setup = runner.side_setup(WHAT, order.engines)
     env = {**dict(setup.env), "AUDITOR_SIDE_PYTHON": order.python}
@@ -200,23 +196,12 @@ def _work_home() -> Path:
 
 
 def _run(step, log: Path) -> None:
-    env = {k: v for k, v in os.environ.items() if k not in _NOT_INHERITED}
-    with open(log, "ab") as out:
-        code = subprocess.run(step.argv, env={**env, **step.env}, stdout=out, stderr=subprocess.STDOUT,
-                              stdin=subprocess.DEVNULL, preexec_fn=_die_with_parent, check=False).returncode
+    from auditor.environments import runner
+
+    code = runner.run_step_logged(step, log)
     if code:
         tail = log.read_text(encoding="utf-8", errors="replace")[-LOG_TAIL:]
-        raise NodeRunError(f"could not {step.action} transformers {step.side.transformers.given} on "
-                           f"{_node()}: nox exited {code}:\n{tail}")
-
-
-def _die_with_parent() -> None:
-    """The step dies with the Ray worker that started it (a node stopped, a task cancelled)."""
-    import ctypes
-    import signal
-
-    with contextlib.suppress(Exception):
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+        raise NodeRunError(runner.step_failed(step, code, where=f" on {_node()}", log=tail))
 
 
 def _node() -> str:

@@ -20,7 +20,7 @@ from auditor.atlas import derive, site, store
 from auditor.atlas.plan import AtlasPlan, PlannedRun, sweep_values
 from auditor.core.errors import InputError, RunInterrupted
 from auditor.core.results import Run
-from auditor.upgrade.runner import UpgradeEvents
+from auditor.environments.runner import UpgradeEvents
 
 SITE_DIR = "site"
 LOCK = "versions"  # the venvs are `auditor versions`' own (releases/RELEASE): one lock for both
@@ -65,7 +65,7 @@ def update(plan: AtlasPlan, events: AtlasEvents | None = None, sweep_events=None
     added, swept, present = [], [], []
     try:
         for path in plan.adds:
-            from auditor.upgrade.runner import read_side
+            from auditor.environments.runner import read_side
 
             run = read_side(path, f"--add {path}: ", events)
             if not store.has_run(connection, run):
@@ -139,7 +139,7 @@ def write_site(root: Path, pages: dict[str, str]) -> int:
 
 def _sweep(todo: list[PlannedRun], plan: AtlasPlan, events: AtlasEvents, sweep_events):
     """(planned run, its runs read back, seconds) as each finishes; the venvs installed first."""
-    from auditor.upgrade import runner
+    from auditor.environments import runner
 
     if any(p.on_cluster for p in todo):
         from auditor.atlas.cluster import sweep_on_cluster
@@ -170,12 +170,9 @@ def _sweep(todo: list[PlannedRun], plan: AtlasPlan, events: AtlasEvents, sweep_e
 
 
 def _step(step, events: AtlasEvents) -> None:
-    from auditor.upgrade import runner
+    from auditor.environments import runner
 
-    code = runner.run_step(step, events)
-    if code:
-        raise InputError(f"could not {step.action} transformers {step.side.transformers.given}: nox exited "
-                         f"{code}; its log is above")
+    runner.run_steps([step], events)
 
 
 def _sweep_here(planned: PlannedRun, plan: AtlasPlan, sweep_events) -> tuple[Run, ...]:
@@ -186,12 +183,6 @@ def _sweep_here(planned: PlannedRun, plan: AtlasPlan, sweep_events) -> tuple[Run
     values = sweep_values(plan.sweep)
     options = {k: v for k, v in values.items() if v not in (None, "")}
     request = make_request(output=planned.outdir, overwrite=True, engines=plan.engines, **options)
-    events = sweep_events or SweepEvents()
-    if not plan.engines:
-        from auditor.sweeping.run import run_request
+    from auditor.environments.engine_sweeps import run_sweep
 
-        return (run_request(request, events).run,)
-    from auditor.upgrade.engine_sweeps import sweep_with_engines
-
-    found = sweep_with_engines(request, events, UpgradeEvents())
-    return found.all_runs
+    return run_sweep(request, sweep_events or SweepEvents(), UpgradeEvents()).all_runs

@@ -1,7 +1,7 @@
 """Which runs an `auditor atlas` call needs, checked before anything is swept (InputError).
 
 `--transformers` names releases: a list (5.24.0,5.25.0) or a range A..B resolved against the
-package index (auditor.upgrade.releases, the one place that asks it). Each release is one planned
+package index (auditor.environments.releases, the one place that asks it). Each release is one planned
 run, keyed (auditor.atlas.keys) before it runs: the transformers installed here is swept by this
 interpreter with the normal sweep, every other release in upgrade's reused venv of that release
 (`.nox/releases/RELEASE/`, the one `auditor versions` makes and reuses), with `--engine`'s
@@ -21,7 +21,7 @@ from pathlib import Path
 
 from auditor.atlas.keys import RunKey, canonical, minor, public, selection_flags
 from auditor.core.errors import InputError
-from auditor.upgrade.plan import Step
+from auditor.environments.steps import Step
 
 WHAT = "atlas"
 RUNS_DIR = "runs"  # DIR/runs/<key slug>/: the run folders the atlas swept
@@ -53,8 +53,8 @@ def parse_releases(spec: str, index=None) -> list[str]:
     the package index (`index`: its releases, asked only for a range)."""
     from packaging.version import InvalidVersion, Version
 
-    from auditor.upgrade import releases
-    from auditor.upgrade.releases import ReleaseError
+    from auditor.environments import releases
+    from auditor.environments.releases import ReleaseError
 
     spec = spec.strip()
     try:
@@ -87,8 +87,8 @@ def plan_atlas(directory: str | os.PathLike, *, transformers: str | None = None,
                checks: str | None = None, jobs: int | None = None, timeout: float | None = None,
                executor: str | None = None, ray_address: str | None = None, index=None) -> AtlasPlan:
     """The atlas call's plan; bad input is an InputError, before any sweep or install."""
+    from auditor.environments import runner
     from auditor.sweeping.options import DEFAULT_CHECKS, listed
-    from auditor.upgrade import runner
 
     directory = Path(directory).resolve()
     adds = tuple(Path(p).resolve() for p in add)
@@ -148,7 +148,7 @@ def _torch(here: bool, specs) -> str:
             return ""
     if specs:
         return ""
-    from auditor.upgrade.sides.noxfile import TORCH
+    from auditor.environments.sides.noxfile import TORCH
 
     return public(TORCH)
 
@@ -162,9 +162,9 @@ def sweep_values(sweep: dict) -> dict:
 
 
 def _venv_steps(release: str, outdir: Path, setup, sweep: dict) -> tuple[Step, ...]:
-    from auditor.upgrade import runner
-    from auditor.upgrade.plan import parse_transformers, sweep_flags
-    from auditor.upgrade.venvs import RELEASES_ENVDIR, release_steps
+    from auditor.environments import runner
+    from auditor.environments.steps import parse_transformers, sweep_flags
+    from auditor.environments.venvs import RELEASES_ENVDIR, release_steps
 
     values = sweep_values(sweep)
     flags = sweep_flags(models=values["models"], exclude=values["exclude"], checks=values["checks"],

@@ -13,8 +13,8 @@ from pathlib import Path
 import auditor.engines as engines
 from auditor.cli import note_damage
 from auditor.core.results import Run
-from auditor.upgrade.plan import Step
-from auditor.upgrade.runner import UpgradeEvents, describe_install
+from auditor.environments.runner import UpgradeEvents, describe_install
+from auditor.environments.steps import Step
 
 _EXAMPLE = engines.example_requirement()
 

@@ -125,7 +125,7 @@ def _print_missing(run) -> None:
 
 def _engine_events():
     from auditor.cli.releases import PrintedEvents
-    from auditor.upgrade.engine_sweeps import WHAT
+    from auditor.environments.engine_sweeps import WHAT
 
     return PrintedEvents(WHAT)
 

@@ -49,13 +49,13 @@ def sweep(output: str | os.PathLike | None = None, *, events: SweepEvents | None
 def run_request(request: SweepRequest, events: SweepEvents, rules: tuple = (), expected=None) -> SweepOutcome:
     """The steps of a sweep, in order; the executor starts before the selection, so that its
     workers import torch and transformers while the parent discovers the model types. The
-    engines of `--engine` run from a layer above (auditor.upgrade.engine_sweeps, which makes
+    engines of `--engine` run from a layer above (auditor.environments.engine_sweeps, which makes
     their venvs): a request naming them is refused here."""
     if request.engines:
         from auditor.core.errors import InputError
 
         raise InputError("--engine needs its venvs made: use auditor.sweep() or "
-                         "auditor.upgrade.engine_sweeps.sweep_with_engines, not sweeping.run_request")
+                         "auditor.environments.engine_sweeps.run_sweep, not sweeping.run_request")
     plan = validate(request)
     _prepare(plan, events)
     start = time.monotonic()

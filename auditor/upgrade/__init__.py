@@ -13,16 +13,18 @@
 
 Each function raises `auditor.core.errors` kinds (InputError for bad input, found before any venv
 is touched; RunInterrupted on Ctrl-C) and reports progress to an `UpgradeEvents`; none prints.
-The names are loaded on first use: the noxfile imports `auditor.upgrade.releases` and
-`auditor.upgrade.sides.noxfile` (the sides' sessions) in nox's own interpreter, which must not need the
-rest of the package. The sides install the auditor that runs the command (selfdist.py), so all of
-this works from a pip install; `engines=["vllm==0.33.0"]` on each plan_* installs an engine too.
+The names are loaded on first use. The venvs these commands install and sweep are made and run by
+the layer below, auditor.environments (whose releases.py and sides/noxfile.py nox's own
+interpreter imports); the sides install the auditor that runs the command
+(auditor/environments/selfdist.py), so all of this works from a pip install;
+`engines=["vllm==0.33.0"]` on each plan_* installs an engine too.
 """
 
 from __future__ import annotations
 
+# name -> its module: upgrade's own, or the environments layer's (the venvs these commands run in).
 _EXPORTS = {
-    "UpgradeEvents": "runner", "index_releases": "releases",
+    "UpgradeEvents": "auditor.environments.runner", "index_releases": "auditor.environments.releases",
     "UpgradeOutcome": "check", "plan_check": "check", "run_check": "check",
     "Probe": "bisect_run", "ReleaseBisection": "bisect_run", "CommitBisection": "bisect_run",
     "StepOutcome": "bisect_run", "bisect_probe": "bisect_run", "bisect_releases": "bisect_run",
@@ -38,7 +40,8 @@ def __getattr__(name: str):
         raise AttributeError(f"module 'auditor.upgrade' has no attribute {name!r}")
     import importlib
 
-    return getattr(importlib.import_module(f"auditor.upgrade.{_EXPORTS[name]}"), name)
+    module = _EXPORTS[name]
+    return getattr(importlib.import_module(module if "." in module else f"auditor.upgrade.{module}"), name)
 
 
 def __dir__() -> list[str]:

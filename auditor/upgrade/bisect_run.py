@@ -18,7 +18,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from auditor.core.errors import InputError, RunInterrupted
-from auditor.upgrade import releases, runner
+from auditor.environments import releases, runner
+from auditor.environments.releases import ReleaseError
+from auditor.environments.runner import UpgradeEvents
+from auditor.environments.steps import parse_transformers, sweep_flags
+from auditor.environments.venvs import release_steps
+from auditor.sweeping.options import side_flags
 from auditor.upgrade.bisection import (
     BisectError,
     BisectTarget,
@@ -35,14 +40,27 @@ from auditor.upgrade.bisection import (
     sweep_selection,
 )
 from auditor.upgrade.gitrepo import checked_repo, git
-from auditor.upgrade.plan import WEIGHTS, parse_transformers, sweep_flags, weights_flags
-from auditor.upgrade.releases import ReleaseError
-from auditor.upgrade.runner import UpgradeEvents
-from auditor.upgrade.venvs import BISECT_ENVDIR, only_type, release_steps
+from auditor.upgrade.plan import WEIGHTS, weights_flags
 
 WHAT = "bisect"
 # How `git bisect run` starts a step: this auditor, by the interpreter running it (a test seam).
 STEP_COMMAND = (sys.executable, "-m", "auditor")
+# bisect reuses upgrade-check's own new side (upgrade_check-new/, under the venv home) for every
+# release it tries: the bisect that follows an upgrade-check only switches transformers.
+BISECT_ENVDIR = Path(".")
+
+
+def only_type(model_type: str) -> list[str]:
+    """Sweep options selecting one model type, that sweep to an empty run where the release lacks
+    it (--allow-absent; `--models TYPE` alone would refuse the run instead)."""
+    return side_flags(models=[model_type], allow_absent=True)
+
+
+def cells_of(run):
+    """(model type, column) -> the cell rule's verdict on each cell of one run (the matrix's)."""
+    from auditor.report.matrix import run_verdicts
+
+    return run_verdicts(run)
 
 
 @dataclass(frozen=True)
@@ -72,7 +90,7 @@ class Probe:
             return None
         run = runner.read_swept(sweep.side, events, context=f"the sweep of {name} left no readable results: ",
                                 hint=f": the venv under {envdir} did not take the release")
-        state = cell_state(runner.cells_of(run), self.cell)
+        state = cell_state(cells_of(run), self.cell)
         if state.flaky:  # a rerun passed: this release says neither good nor bad
             events.note(f"{name}: {state.describe()}: flaky, skipped")
             return None
@@ -255,7 +273,7 @@ def bisect_step(probe: Probe, repo: Path, *, good_results: Path | None = None, g
     events = events or UpgradeEvents()
     repo, (head,) = checked_repo(repo, ("HEAD",), bisecting=True)
     if good_results is not None:
-        good = cell_state(runner.cells_of(runner.read_side(good_results, "--good-results: ", events)), probe.cell)
+        good = cell_state(cells_of(runner.read_side(good_results, "--good-results: ", events)), probe.cell)
     elif not probe.cell.column:
         raise InputError("--good-status needs COLUMN (for any cell of a type, give --good-results)")
     else:

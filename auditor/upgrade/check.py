@@ -14,16 +14,10 @@ from pathlib import Path
 
 from auditor.core.errors import InputError, RunInterrupted
 from auditor.core.results import Run
-from auditor.upgrade import runner
-from auditor.upgrade.plan import (
-    UpgradePlan,
-    UpgradeSpecError,
-    default_outdir,
-    parse_transformers,
-    plan_upgrade,
-    sweep_flags,
-)
-from auditor.upgrade.runner import UpgradeEvents
+from auditor.environments import runner
+from auditor.environments.runner import UpgradeEvents
+from auditor.environments.steps import UpgradeSpecError, parse_transformers, sweep_flags
+from auditor.upgrade.plan import UpgradePlan, default_outdir, plan_upgrade
 
 WHAT = "upgrade-check"
 
@@ -96,7 +90,7 @@ def plan_check(base: str, new: str, *, models: Sequence[str] = (), exclude: Sequ
 def _refuse_unreleased(spec, flag: str) -> None:
     """A side given as a release must be one the package index has (the index's list, as bisect
     and versions read it): an InputError naming the nearest, before any venv is touched."""
-    from auditor.upgrade import releases
+    from auditor.environments import releases
 
     if spec.is_path:
         return
@@ -109,7 +103,7 @@ def _refuse_unreleased(spec, flag: str) -> None:
 def _upgraded(engines: Sequence[str], to_engines: Sequence[str]) -> list[str]:
     """--engine's list with each --to-engine in place of the one of its name; an InputError for a
     --to-engine of an engine --engine does not name."""
-    from auditor.upgrade.engines import EngineSpecError, engine_requirement
+    from auditor.environments.engines import EngineSpecError, engine_requirement
 
     def name(text: str, flag: str = "") -> str:
         try:
@@ -147,10 +141,7 @@ def run_check(plan: UpgradePlan, events: UpgradeEvents | None = None, *, resume:
         runner.prepare_outdir(side.outdir, resume=resume, overwrite=overwrite)
     try:
         with runner.venv_lock(runner.SIDES_LOCK, events):
-            for step in plan.steps:
-                code = runner.run_step(step, events)
-                if code:
-                    raise InputError(f"could not {step.describe()}: nox exited {code}; its log is above")
+            runner.run_steps(plan.steps, events)
     except KeyboardInterrupt:
         raise RunInterrupted(results_path=plan.outdir) from None
     base, new = (runner.read_swept(side, events, context=f"the {side.name} side left no readable results: ",

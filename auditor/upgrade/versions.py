@@ -15,11 +15,11 @@ from pathlib import Path
 
 from auditor.core.errors import InputError, RunInterrupted
 from auditor.core.results import RESULTS_FILE
-from auditor.upgrade import releases, runner
-from auditor.upgrade.plan import Step, parse_transformers, sweep_flags
-from auditor.upgrade.releases import ReleaseError
-from auditor.upgrade.runner import UpgradeEvents
-from auditor.upgrade.venvs import RELEASES_ENVDIR, release_steps
+from auditor.environments import releases, runner
+from auditor.environments.releases import ReleaseError
+from auditor.environments.runner import UpgradeEvents
+from auditor.environments.steps import Step, parse_transformers, sweep_flags
+from auditor.environments.venvs import RELEASES_ENVDIR, release_steps
 
 WHAT = "versions"
 RANGE_FILES = ("minmax.csv", "minmax.html")
@@ -102,9 +102,7 @@ def run_versions(plan: VersionsPlan, events: UpgradeEvents | None = None, *, res
         runner.prepare_outdir(step.side.outdir, resume=resume, overwrite=overwrite)
     try:
         with runner.venv_lock(WHAT, events):
-            for step in plan.steps:
-                if runner.run_step(step, events):
-                    raise InputError(f"could not {step.describe()}; nox's log is above")
+            runner.run_steps(plan.steps, events)
     except KeyboardInterrupt:
         raise RunInterrupted(results_path=plan.outdir) from None
     for step in plan.sweeps:

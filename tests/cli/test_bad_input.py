@@ -97,7 +97,7 @@ def test_the_commands_that_pass_a_selection_on_refuse_an_empty_one_before_any_in
 def index_answers():
     """The package index pip is configured with, asked as the commands ask it (one `pip index
     versions`); the tests below need it to answer, as upgrade-check's real install would."""
-    from auditor.upgrade import releases
+    from auditor.environments import releases
 
     try:
         return releases.index_releases()

@@ -70,20 +70,20 @@ def test_the_sides_noxfile_folder_shadows_no_standard_module():
     lived in auditor/upgrade/) broke every pip-backed side venv."""
     import sys
 
-    from auditor.upgrade import runner
+    from auditor.environments import runner
 
     names = {p.stem for p in runner.NOXFILE.parent.iterdir() if p.suffix == ".py" or (p / "__init__.py").is_file()}
     assert names and not names & set(sys.stdlib_module_names), names & set(sys.stdlib_module_names)
 
 
 def test_a_reused_side_venv_is_cut_back_to_what_its_roots_need():
-    """auditor/upgrade/sides/prune.py, on this venv's real metadata: the closure follows extras
+    """auditor/environments/sides/prune.py, on this venv's real metadata: the closure follows extras
     and markers (the test extra's pytest only with [test]); what no root needs is listed for
     removal (a side venv that held transformers 5.25.0 kept `kernels`, which broke every build
     under 5.0.0)."""
     import sys
 
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "auditor" / "upgrade" / "sides"))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "auditor" / "environments" / "sides"))
     try:
         import prune
     finally:

@@ -55,7 +55,7 @@ def run_step(step, events) -> int:
 def patch(setattr) -> None:
     """The runners' nox steps and venv lock replaced by the stand-in (`setattr`: pytest's
     monkeypatch.setattr, or the builtin in a process of its own)."""
-    from auditor.upgrade import runner
+    from auditor.environments import runner
 
     setattr(runner, "run_step", run_step)
     setattr(runner, "venv_lock", lambda name, events: contextlib.nullcontext())

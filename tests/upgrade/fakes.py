@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from auditor.upgrade import runner
-from auditor.upgrade.releases import parse_index_versions
+from auditor.environments import runner
+from auditor.environments.releases import parse_index_versions
 
 FAKE_NOXFILE = Path(__file__).with_name("fake_noxfile.py")
 # The package index's transformers releases as `pip index versions` listed them (5.24.0 the newest):

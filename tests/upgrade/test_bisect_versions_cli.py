@@ -12,9 +12,10 @@ from pathlib import Path
 import pytest
 
 from auditor.cli import main
-from auditor.upgrade import bisect_run, releases
-from auditor.upgrade.releases import parse_index_versions
-from auditor.upgrade.selfdist import venv_home
+from auditor.environments import releases
+from auditor.environments.releases import parse_index_versions
+from auditor.environments.selfdist import venv_home
+from auditor.upgrade import bisect_run
 from tests.upgrade import fake_releases
 
 RELEASES = tuple(parse_index_versions(
@@ -228,7 +229,7 @@ def test_versions_bad_input_exits_2_before_any_install(fake, capsys, args, messa
 def test_bisect_of_a_weights_cell_compares_each_release_with_the_good_ends_checkpoint(fake, capsys, monkeypatch):
     """The good end's sweep saves the weights check's checkpoints; every later release loads those
     (--weights-from), so a step's outputs are compared with the good release's, not its own."""
-    from auditor.upgrade import runner
+    from auditor.environments import runner
 
     fake({r: {"olmo3": {"weights": "same" if SPAN.index(r) < 4 else "different-outputs", "build": "build"}}
           for r in SPAN})

@@ -11,7 +11,17 @@ import pytest
 from auditor.core.outcome import judge
 from auditor.core.results import Result
 from auditor.core.status import Status
+from auditor.environments.releases import (
+    ReleaseError,
+    final_releases,
+    parse_index_versions,
+    releases_between,
+    resolve_releases,
+)
+from auditor.environments.steps import parse_transformers
+from auditor.environments.venvs import RELEASE_SESSION, release_steps
 from auditor.report.ranges import pass_ranges, ranges_csv, ranges_html
+from auditor.upgrade.bisect_run import only_type
 from auditor.upgrade.bisection import (
     GIT_BAD,
     GIT_GOOD,
@@ -30,15 +40,6 @@ from auditor.upgrade.bisection import (
     step_verdict,
     sweep_selection,
 )
-from auditor.upgrade.plan import parse_transformers
-from auditor.upgrade.releases import (
-    ReleaseError,
-    final_releases,
-    parse_index_versions,
-    releases_between,
-    resolve_releases,
-)
-from auditor.upgrade.venvs import RELEASE_SESSION, only_type, release_steps
 
 INDEX = (Path(__file__).resolve().parents[1] / "fixtures" / "upgrade" / "pip-index-versions.txt").read_text()
 RELEASES = parse_index_versions(INDEX)

@@ -9,7 +9,7 @@ import pytest
 
 from auditor import upgrade
 from auditor.core.errors import InputError
-from auditor.upgrade.runner import UpgradeEvents
+from auditor.environments.runner import UpgradeEvents
 from tests.upgrade.test_bisect_versions_cli import COLUMN, VERSIONS, added_in, fake  # noqa: F401  (fixture)
 
 

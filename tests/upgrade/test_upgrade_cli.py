@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from auditor.cli import main
-from auditor.upgrade import releases, runner
-from auditor.upgrade.selfdist import checkout_root
+from auditor.environments import releases, runner
+from auditor.environments.selfdist import checkout_root
 from tests.report.helpers import result, write_run
 from tests.upgrade.fakes import RECORDED_RELEASES, use_fake_noxfile
 

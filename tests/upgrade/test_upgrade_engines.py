@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from auditor.cli import main
-from auditor.upgrade import releases
-from auditor.upgrade.engines import EngineSpec
-from auditor.upgrade.installer import parse_pip_config, uv_settings
+from auditor.environments import releases
+from auditor.environments.engines import EngineSpec
+from auditor.environments.installer import parse_pip_config, uv_settings
 from tests.upgrade.fakes import RECORDED_RELEASES, use_fake_noxfile
 from tests.upgrade.test_upgrade_real import pypi_reachable
 
@@ -82,7 +82,7 @@ def test_each_engine_of_a_side_adds_its_own_policy_sglang_without_a_decorator_to
     which the side's sweep gets beside the asked policies (it raised AttributeError before)."""
     from pathlib import Path
 
-    from auditor.upgrade.runner import SideSetup, engine_policies
+    from auditor.environments.runner import SideSetup, engine_policies
 
     setup = SideSetup(nox=("nox",), home=Path("/tmp"), installer="pip",
                       engines=(EngineSpec("sglang", "0.5.23", "==5.19.0"), EngineSpec("vllm", "0.33.0", "")))

@@ -6,16 +6,15 @@ from pathlib import Path
 
 import pytest
 
-from auditor.upgrade.plan import (
+from auditor.environments.steps import (
     UpgradeSide,
     UpgradeSpecError,
     archive_version,
-    default_outdir,
     installed_mismatch,
     parse_transformers,
-    plan_upgrade,
     sweep_flags,
 )
+from auditor.upgrade.plan import default_outdir, plan_upgrade
 
 NOXFILE = Path("/src/noxfile.py")
 NOX = ("/venv/bin/python", "-m", "nox")

@@ -2,7 +2,7 @@
 
 The auditor's wheel is built from this checkout and installed into a fresh venv outside it; the
 command then runs from an empty directory, so nothing of the checkout is on its path: its sides
-install a wheel rebuilt from that installed distribution (auditor.upgrade.selfdist) and run the
+install a wheel rebuilt from that installed distribution (auditor.environments.selfdist) and run the
 nox sessions shipped inside the package. The fresh venv borrows the test interpreter's
 dependencies (torch, nox, ...) through a .pth line rather than install 1.3 GB again; the auditor
 itself is the wheel's (asserted). Its side venvs are the checkout's (AUDITOR_VENVS), shared with
@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from auditor.core.results import read_run
-from auditor.upgrade.selfdist import checkout_root, venv_home
+from auditor.environments.selfdist import checkout_root, venv_home
 from tests.conftest import auditor_env
 from tests.upgrade import early
 from tests.upgrade.test_upgrade_real import need_nox_and_pypi

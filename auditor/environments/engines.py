@@ -118,7 +118,7 @@ def _pypi_requires(name: str, version: str) -> list[str] | None:
     """Requires-Dist from PyPI's JSON API, when pip's index is PyPI's and it answers; else None."""
     import urllib.request
 
-    from auditor.upgrade.installer import pip_config
+    from auditor.environments.installer import pip_config
 
     if dict(pip_config()).get("index-url", "https://pypi.org/simple").rstrip("/") != "https://pypi.org/simple":
         return None

@@ -2,7 +2,7 @@
 
 A noxfile shipped inside the package, so that `upgrade-check`, `bisect` and `versions` run from a
 pip install as from a checkout: nox is started with `--noxfile` on this file and `--envdir` on the
-venv home (auditor.upgrade.selfdist). The project's own noxfile imports it, for its sessions and
+venv home (auditor.environments.selfdist). The project's own noxfile imports it, for its sessions and
 for `install`, the one rule of what a venv gets.
 
 What a side installs comes from the environment the auditor command sets:
@@ -36,7 +36,7 @@ SIDE_PYTHON = os.environ.get("AUDITOR_SIDE_PYTHON") or MAIN_PYTHON
 def _this_auditor(extras: str) -> tuple[list[str], str]:
     if os.environ.get("AUDITOR_SELF"):
         return json.loads(os.environ["AUDITOR_SELF"]), os.environ.get("AUDITOR_SELF_STAMP", "")
-    from auditor.upgrade.selfdist import this_auditor
+    from auditor.environments.selfdist import this_auditor
 
     found = this_auditor(extras)
     return list(found.requirement), found.fingerprint

@@ -1,10 +1,11 @@
-"""Running the nox steps of upgrade-check, bisect and versions, and what the three share.
+"""Running the nox steps of other environments (upgrade-check, bisect, versions, the atlas,
+`sweep --engine`), and what they share.
 
-The steps themselves are planned elsewhere (plan.py, venvs.py); here they run, one nox process
-each, under a lock per command and checkout (a second run waits rather than install into venvs
-the first is sweeping). Reading a step's results, the checks of the options the three commands
-pass on to their sweeps, and their output directories are here too, so each is written once.
-Nothing here prints: what a person should see goes to an `UpgradeEvents`.
+The steps themselves are planned elsewhere (steps.py, venvs.py, and the commands' own plans); here
+they run, one nox process each, under a lock per command and venv home (a second run waits rather
+than install into venvs the first is sweeping). How the venvs are made (SideSetup), how a failed
+step is told, reading a step's results and the output directories are here too, so each is
+written once. Nothing here prints: what a person should see goes to an `UpgradeEvents`.
 """
 
 from __future__ import annotations
@@ -22,8 +23,8 @@ from pathlib import Path
 from auditor.core.errors import InputError
 from auditor.core.hints import nox_hint
 from auditor.core.results import RESULTS_FILE, ResultsFileError, Run, read_run
-from auditor.upgrade.installer import INSTALLER_ENV
-from auditor.upgrade.plan import Step, UpgradeSide, installed_mismatch
+from auditor.environments.installer import INSTALLER_ENV
+from auditor.environments.steps import Step, UpgradeSide, installed_mismatch
 
 # The sides' nox sessions, shipped in the package (a test seam: read at call time).
 NOXFILE = Path(__file__).resolve().parent / "sides" / "noxfile.py"
@@ -60,9 +61,9 @@ def side_setup(what: str, engines: Sequence[str] = (), extras: str = "") -> Side
     """The side venvs of this command, checked before any is touched (InputError): nox there, the
     installer chosen, this auditor ready to install (a wheel of it rebuilt when it is not a
     checkout), and each --engine's transformers requirement read."""
-    from auditor.upgrade.engines import ENGINES_ENV
-    from auditor.upgrade.installer import InstallerError, choose_installer
-    from auditor.upgrade.selfdist import this_auditor, venv_home
+    from auditor.environments.engines import ENGINES_ENV
+    from auditor.environments.installer import InstallerError, choose_installer
+    from auditor.environments.selfdist import this_auditor, venv_home
 
     require_nox(what)
     specs = parse_engines(engines)
@@ -81,7 +82,7 @@ def side_setup(what: str, engines: Sequence[str] = (), extras: str = "") -> Side
 
 def describe_install(env: Mapping[str, str]) -> str:
     """What a step's side gets, in the order the sides' noxfile installs it, from the step's environment."""
-    from auditor.upgrade.sides.noxfile import TORCH
+    from auditor.environments.sides.noxfile import TORCH
 
     engines = env.get("AUDITOR_ENGINES", "").split()
     auditor = " ".join(json.loads(env.get("AUDITOR_SELF", "[]")))
@@ -92,8 +93,8 @@ def describe_install(env: Mapping[str, str]) -> str:
 def parse_engines(engines: Sequence[str]) -> tuple:
     """Each --engine as an EngineSpec (its transformers requirement read from its metadata)."""
     from auditor import engines as known
-    from auditor.upgrade.engines import EngineSpecError, parse_engine
-    from auditor.upgrade.selfdist import venv_home
+    from auditor.environments.engines import EngineSpecError, parse_engine
+    from auditor.environments.selfdist import venv_home
 
     try:
         specs = tuple(parse_engine(text, known.names(), venv_home() / "engines") for text in engines)
@@ -159,7 +160,7 @@ def require_nox(what: str) -> None:
 def venv_lock(name: str, events: UpgradeEvents) -> Iterator[None]:
     """Runs of one command share its venvs: the second waits rather than install into them while
     the first sweeps. `name`: the lock's, NAME.lock in the venv home."""
-    from auditor.upgrade.selfdist import venv_home
+    from auditor.environments.selfdist import venv_home
 
     try:
         import fcntl
@@ -181,6 +182,44 @@ def run_step(step: Step, events: UpgradeEvents) -> int:
     """Run one nox step, its output on stderr; its exit code (a test seam: tests stand in for it)."""
     events.step(step)
     return subprocess.run(step.argv, env={**os.environ, **step.env}, stdout=_stderr_fd(), check=False).returncode
+
+
+def run_steps(steps: Sequence[Step], events: UpgradeEvents) -> None:
+    """Run each step in turn; the first that fails is an InputError (`step_failed`)."""
+    for step in steps:
+        code = run_step(step, events)
+        if code:
+            raise InputError(step_failed(step, code))
+
+
+def step_failed(step: Step, code: int, *, where: str = "", log: str = "") -> str:
+    """The one way a step in a venv that failed is told: what it could not do (`where`: on which
+    machine), nox's exit code, and its log (above, on stderr, or `log`: its tail)."""
+    told = f":\n{log}" if log else "; its log is above"
+    return f"could not {step.describe()}{where}: nox exited {code}{told}"
+
+
+def run_step_logged(step: Step, log: Path) -> int:
+    """Run one nox step with its output appended to `log`, in an environment rid of what the venv
+    must not inherit (the caller's Python path and venv), dying with its caller; its exit code."""
+    env = {k: v for k, v in os.environ.items() if k not in _NOT_INHERITED}
+    with open(log, "ab") as out:
+        return subprocess.run(step.argv, env={**env, **step.env}, stdout=out, stderr=subprocess.STDOUT,
+                              stdin=subprocess.DEVNULL, preexec_fn=_die_with_parent, check=False).returncode
+
+
+# What a step run for another process (a Ray task) must not inherit from it: the venv is the run's
+# environment, whatever the caller's Python has on its path.
+_NOT_INHERITED = ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "PYTHONSTARTUP")
+
+
+def _die_with_parent() -> None:
+    """The step dies with the process that started it (a Ray node stopped, a task cancelled)."""
+    import ctypes
+    import signal
+
+    with contextlib.suppress(Exception):
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
 
 def _stderr_fd() -> int | None:
@@ -214,13 +253,6 @@ def read_swept(side: UpgradeSide, events: UpgradeEvents, *, context: str, hint: 
     if mismatch:
         raise InputError(f"{mismatch}{hint}")
     return run
-
-
-def cells_of(run: Run):
-    """(model type, column) -> the cell rule's verdict on each cell of one run (the matrix's)."""
-    from auditor.report.matrix import run_verdicts
-
-    return run_verdicts(run)
 
 
 # -- the options every command passes on to its sweeps, checked before any venv is touched ------

@@ -27,9 +27,9 @@ from pathlib import Path
 
 from auditor.core.errors import InputError, RunInterrupted
 from auditor.core.results import Run
-from auditor.upgrade import runner
-from auditor.upgrade.plan import Step, Transformers, UpgradeSide
-from auditor.upgrade.runner import UpgradeEvents
+from auditor.environments import runner
+from auditor.environments.runner import UpgradeEvents
+from auditor.environments.steps import Step, Transformers, UpgradeSide
 
 WHAT = "sweep --engine"
 ENGINES_DIR = "engines"  # OUTPUT/engines/NAME-VERSION: the run of each engine's venv
@@ -42,7 +42,7 @@ OWN_CODE_CHECKS = ("decorate", "backend")
 class EngineSweep:
     """One --engine: installed here (its own code runs in this sweep), or a venv's install and sweep."""
 
-    spec: object  # auditor.upgrade.engines.EngineSpec
+    spec: object  # auditor.environments.engines.EngineSpec
     here: bool
     side: UpgradeSide | None = None
     install: Step | None = None
@@ -153,9 +153,9 @@ def _runs_here(check) -> bool:
 
 
 def _venv_sweep(spec, engine, setup, transformers: Transformers, outdir: Path, request) -> EngineSweep:
+    from auditor.environments.engines import ENGINES_ENV
+    from auditor.environments.venvs import release_steps
     from auditor.sweeping.options import side_flags
-    from auditor.upgrade.engines import ENGINES_ENV
-    from auditor.upgrade.venvs import release_steps
 
     checks = own_checks(engine, request.checks)
     if not checks:
@@ -194,11 +194,7 @@ def _run(plan: EnginePlan, steps: Sequence[Step], events: UpgradeEvents) -> None
         return
     try:
         with runner.venv_lock(LOCK, events):
-            for step in steps:
-                code = runner.run_step(step, events)
-                if code:
-                    raise InputError(f"could not {step.action} {step.side.name} (transformers "
-                                     f"{step.side.transformers.given}): nox exited {code}; its log is above")
+            runner.run_steps(steps, events)
     except KeyboardInterrupt:
         raise RunInterrupted(results_path=steps[0].side.outdir) from None
 
@@ -215,6 +211,24 @@ class EngineOutcome:
     @property
     def all_runs(self) -> tuple[Run, ...]:
         return (self.outcome.run, *self.runs)
+
+    @property
+    def sweep_outcome(self):
+        """This environment's SweepOutcome, with the files and gate of every run and the engine venvs' runs."""
+        return dataclasses.replace(self.outcome, files=self.written, gate_hits=self.gate_hits, engine_runs=self.runs)
+
+
+def run_sweep(request, events, venv_events: UpgradeEvents | None = None, rules: tuple = (),
+              expected=None) -> EngineOutcome:
+    """One sweep, wherever it runs: here alone (auditor.sweeping.run.run_request) when
+    `request.engines` is empty, else with each --engine's venv too (`sweep_with_engines`). The one
+    place that chooses; the API's sweep and the atlas's sweep of this interpreter's release call it."""
+    if not request.engines:
+        from auditor.sweeping.run import run_request
+
+        outcome = run_request(request, events, rules, expected)
+        return EngineOutcome(outcome, (), outcome.files, outcome.gate_hits)
+    return sweep_with_engines(request, events, venv_events, rules=rules, expected=expected)
 
 
 def sweep_with_engines(request, events, upgrade_events: UpgradeEvents | None = None, rules: tuple = (),
