@@ -22,6 +22,7 @@ from pathlib import Path
 from auditor.atlas.keys import RunKey, canonical, minor, public, selection_flags
 from auditor.core.errors import InputError
 from auditor.environments.steps import Step
+from auditor.sweeping import validate as rules
 
 WHAT = "atlas"
 RUNS_DIR = "runs"  # DIR/runs/<key slug>/: the run folders the atlas swept
@@ -99,11 +100,10 @@ def plan_atlas(directory: str | os.PathLike, *, transformers: str | None = None,
         if not adds:
             raise InputError("nothing to do: give --transformers RELEASES to sweep, or --add RUN to import")
         return AtlasPlan(directory, adds, (), (), {}, tuple(engines))
-    runner.check_limits(jobs=jobs, timeout=timeout)
-    if ray_address and executor != "ray":
-        raise InputError("--ray-address needs --executor ray")
+    rules.check_limits(jobs=jobs, timeout=timeout)
+    rules.refuse_ray_options(executor, {"ray_address": ray_address})
     checks = checks if checks is not None else ",".join(DEFAULT_CHECKS)
-    runner.check_names(checks)
+    rules.check_names(checks)
     chosen = parse_releases(transformers, index)
     here = installed_transformers()
     specs = runner.parse_engines(engines) if engines else ()

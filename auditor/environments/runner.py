@@ -22,7 +22,7 @@ from pathlib import Path
 
 from auditor.core.errors import InputError
 from auditor.core.hints import nox_hint
-from auditor.core.results import RESULTS_FILE, ResultsFileError, Run, read_run
+from auditor.core.results import ResultsFileError, Run, read_run
 from auditor.environments.installer import INSTALLER_ENV
 from auditor.environments.steps import Step, UpgradeSide, installed_mismatch
 
@@ -255,53 +255,12 @@ def read_swept(side: UpgradeSide, events: UpgradeEvents, *, context: str, hint: 
     return run
 
 
-# -- the options every command passes on to its sweeps, checked before any venv is touched ------
-
-def check_limits(*, jobs: int | None, timeout: float | None, resume: bool = False, overwrite: bool = False) -> None:
-    if resume and overwrite:
-        raise InputError("--resume and --overwrite contradict each other")
-    if jobs is not None and jobs < 1:
-        raise InputError("--jobs must be at least 1")
-    if timeout is not None and timeout <= 0:
-        raise InputError("--timeout must be a positive number of seconds")
-
-
-def check_selection(models: Sequence[str], exclude: Sequence[str]) -> None:
-    """An InputError for a --models or --exclude given a value that names nothing (the sweep's
-    rule, sweeping/options.given_names): refused before any install, not by a side's sweep."""
-    from auditor.sweeping.options import BY_NAME, given_names
-
-    given_names(BY_NAME["models"], models)
-    given_names(BY_NAME["exclude"], exclude)
-
-
-def check_checkpoints(folders: Sequence[str]) -> None:
-    """An InputError for a --checkpoint folder that is not a checkpoint (the sweep's rule,
-    sweeping/validate.checkpoint_cases): refused before any install."""
-    from auditor.sweeping.validate import checkpoint_cases
-
-    checkpoint_cases(folders)
-
-
-def check_names(checks: str, source: str = "") -> None:
-    """An InputError unless `checks` (comma-separated) names known checks; `source` says where the
-    names came from when not from --checks."""
-    from auditor.checks import available
-
-    unknown = [c.strip() for c in checks.split(",") if c.strip() and c.strip() not in available()]
-    if unknown or not checks.strip(", "):
-        where = f" (from {source})" if source else ""
-        raise InputError(f"unknown check(s) {', '.join(unknown) or '(none given)'}{where}; "
-                         f"available: {', '.join(available())}")
-
-
 def prepare_outdir(outdir: Path, *, resume: bool, overwrite: bool) -> None:
     """`outdir` made and writable, and without results unless told to resume or overwrite them."""
-    from auditor.sweeping.validate import make_writable
+    from auditor.sweeping.validate import make_writable, refuse_results
 
     try:
         make_writable(outdir)
     except OSError as exc:
         raise InputError(f"cannot write to {outdir}: {exc.strerror or exc}") from None
-    if (outdir / RESULTS_FILE).exists() and not (resume or overwrite):
-        raise InputError(f"{outdir / RESULTS_FILE} exists; pass --resume to continue it or --overwrite to replace it")
+    refuse_results(outdir, resume=resume, overwrite=overwrite)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -73,12 +73,9 @@ def _resolved_checks(names: Sequence[str]) -> tuple:
     are InputErrors."""
     import importlib.util
 
-    from auditor.checks import available, get
+    from auditor.checks import get
 
-    known = available()
-    unknown = [c for c in names if c not in known]
-    if unknown or not names:
-        raise InputError(f"unknown check(s) {', '.join(unknown) or '(none given)'}; available: {', '.join(known)}")
+    check_names(names)
     checks = tuple(get(name) for name in names)
     for check in checks:
         missing = [module for module in check.requires if importlib.util.find_spec(module) is None]
@@ -98,21 +95,70 @@ def _engine_venvs(check: str) -> str:
     return f", or let an engine's own venv answer it: --engine {' or --engine '.join(answering)}" if answering else ""
 
 
-def _check_limits(request: SweepRequest) -> None:
-    if request.jobs < 1:
+# -- the rules of the options that every command passing them on to a sweep (upgrade-check,
+# bisect, versions, the atlas) checks before any venv is touched: here, once, the sweep's own ---
+
+def check_names(names: Sequence[str] | str, source: str = "") -> None:
+    """An InputError unless `names` (a list, or comma-separated) names known checks, at least one;
+    `source` says where the names came from when not from --checks."""
+    from auditor.checks import available
+
+    known = available()
+    names = listed(names)
+    unknown = [c for c in names if c not in known]
+    if unknown or not names:
+        where = f" (from {source})" if source else ""
+        raise InputError(f"unknown check(s) {', '.join(unknown) or '(none given)'}{where}; "
+                         f"available: {', '.join(known)}")
+
+
+def check_limits(*, jobs: int | None = None, timeout: float | None = None, reruns: int | None = None,
+                 resume: bool = False, overwrite: bool = False) -> None:
+    """The limits of a sweep (None: not given, the sweep's default)."""
+    if jobs is not None and jobs < 1:
         raise InputError("--jobs must be at least 1")
-    if request.timeout <= 0:
+    if timeout is not None and timeout <= 0:
         raise InputError("--timeout must be a positive number of seconds")
-    if request.reruns < 0:
+    if reruns is not None and reruns < 0:
         raise InputError("--reruns must be 0 (no reruns) or more")
-    if request.resume and request.overwrite:
+    if resume and overwrite:
         raise InputError("--resume and --overwrite contradict each other")
+
+
+def check_selection(models: Sequence[str], exclude: Sequence[str]) -> None:
+    """An InputError for a --models or --exclude given a value that names nothing (the rule of
+    every list option, options.given_names)."""
+    from auditor.sweeping.options import given_names
+
+    given_names(BY_NAME["models"], models)
+    given_names(BY_NAME["exclude"], exclude)
+
+
+def refuse_ray_options(executor: str | None, values: Mapping[str, object]) -> None:
+    """The Ray executor's options (declared by `Option.executor`) refused without --executor ray;
+    `values`: the options given, by name (a request's, or those a command passes on)."""
+    if (executor or "local") == "ray":
+        return
+    ray_only = [option for option in OPTIONS if option.executor == "ray" and option.name in values]
+    if any(_given(option, values[option.name]) for option in ray_only):
+        flags = " and ".join(option.flag for option in ray_only)
+        raise InputError(f"{flags} {'needs' if len(ray_only) == 1 else 'need'} --executor ray")
+
+
+def refuse_results(outdir: Path, *, resume: bool, overwrite: bool) -> None:
+    """An InputError where `outdir` holds results and neither --resume nor --overwrite says what to do."""
+    if (outdir / RESULTS_FILE).exists() and not (resume or overwrite):
+        raise InputError(f"{outdir / RESULTS_FILE} exists; pass --resume to continue it or --overwrite to replace it")
+
+
+def _check_limits(request: SweepRequest) -> None:
+    check_limits(jobs=request.jobs, timeout=request.timeout, reruns=request.reruns, resume=request.resume,
+                 overwrite=request.overwrite)
 
 
 def _check_outputs(request: SweepRequest, outdir: Path) -> None:
     _check_writable(outdir)
-    if (outdir / RESULTS_FILE).exists() and not (request.resume or request.overwrite):
-        raise InputError(f"{outdir / RESULTS_FILE} exists; pass --resume to continue it or --overwrite to replace it")
+    refuse_results(outdir, resume=request.resume, overwrite=request.overwrite)
     for option in (BY_NAME["junit"], BY_NAME["markdown"]):
         path = getattr(request, option.name)
         if path is not None:
@@ -203,8 +249,7 @@ def _check_executor(request: SweepRequest, runners: Sequence[str]) -> None:
         raise InputError(f"--executor {request.executor!r}: local or ray")
     other = [option for option in OPTIONS if option.executor not in ("", request.executor)]
     if request.executor != "ray":
-        if any(_given(option, getattr(request, option.name)) for option in other):
-            raise InputError(f"{' and '.join(option.flag for option in other)} need --executor ray")
+        refuse_ray_options(request.executor, {option.name: getattr(request, option.name) for option in other})
         return
     from auditor.checks import available, model_runners
     if importlib.util.find_spec("ray") is None:

@@ -23,6 +23,7 @@ from auditor.environments.releases import ReleaseError
 from auditor.environments.runner import UpgradeEvents
 from auditor.environments.steps import parse_transformers, sweep_flags
 from auditor.environments.venvs import release_steps
+from auditor.sweeping import validate as rules
 from auditor.sweeping.options import side_flags
 from auditor.upgrade.bisection import (
     BisectError,
@@ -86,8 +87,11 @@ class Probe:
         install, sweep = release_steps(spec, outdir=self.outdir / name, envdir=envdir, noxfile=runner.NOXFILE,
                                        nox=setup.nox, sweep=[*self.sweep, *weights], label=setup.label(name),
                                        name=name, env=setup.env)
-        if runner.run_step(install, events) or runner.run_step(sweep, events):
-            return None
+        for step in (install, sweep):
+            code = runner.run_step(step, events)
+            if code:  # this release says nothing: the bisection skips it (an end of it is refused)
+                events.note(runner.step_failed(step, code))
+                return None
         run = runner.read_swept(sweep.side, events, context=f"the sweep of {name} left no readable results: ",
                                 hint=f": the venv under {envdir} did not take the release")
         state = cell_state(cells_of(run), self.cell)
@@ -109,12 +113,12 @@ def bisect_probe(model_type: str, column: str = "", *, outdir: Path, checks: str
         cell = parse_cell(model_type, column)
     except BisectError as exc:
         raise InputError(str(exc)) from None
-    runner.check_limits(jobs=jobs, timeout=timeout)
+    rules.check_limits(jobs=jobs, timeout=timeout)
     check, policy = sweep_selection(cell, _is_policy)
     if cell.column and (checks or policies):
         raise InputError("--checks and --policies are for any cell of a type; COLUMN already names its check")
     chosen = check or checks or ",".join(DEFAULT_CHECKS)
-    runner.check_names(chosen, cell.column or BY_NAME["checks"].flag)
+    rules.check_names(chosen, cell.column or BY_NAME["checks"].flag)
     chosen_policies = policy or policies or (None if cell.column else ",".join(DEFAULT_POLICIES))
     setup = runner.side_setup(WHAT, engines)
     if not cell.column:
@@ -173,8 +177,8 @@ def bisect_releases(probe: Probe, good: str, bad: str, events: UpgradeEvents | N
             for end in (span[0], span[-1]):
                 states[end] = probe.measure(end, end, events, saves=end == span[0])
                 if states[end] is None:
-                    raise InputError(f"could not install or sweep transformers {end}, an end of the range; "
-                                     "nox's log is above")
+                    raise InputError(f"transformers {end}, an end of the range, gave the cell no state "
+                                     "(the step that failed, or a flaky cell, is told above)")
             _check_ends(states[span[0]], states[span[-1]], probe.cell, span[0], span[-1])
             while (release := next_probe(span, states)) is not None:
                 states[release] = probe.measure(release, release, events)
@@ -252,8 +256,8 @@ def _measure_ends(probe: Probe, repo: Path, ends: dict[str, str], events: Upgrad
             git(repo, "checkout", "--quiet", "--detach", commit)
             states[name] = probe.measure(str(repo), name, events, saves=name == "good")
             if states[name] is None:
-                raise InputError(f"could not install or sweep the checkout at --{name} {commit[:12]}; "
-                                 "nox's log is above")
+                raise InputError(f"the checkout at --{name} {commit[:12]} gave the cell no state "
+                                 "(the step that failed, or a flaky cell, is told above)")
     return states
 
 

@@ -17,6 +17,7 @@ from auditor.core.results import Run
 from auditor.environments import runner
 from auditor.environments.runner import UpgradeEvents
 from auditor.environments.steps import UpgradeSpecError, parse_transformers, sweep_flags
+from auditor.sweeping import validate as rules
 from auditor.upgrade.plan import UpgradePlan, default_outdir, plan_upgrade
 
 WHAT = "upgrade-check"
@@ -48,16 +49,16 @@ def plan_check(base: str, new: str, *, models: Sequence[str] = (), exclude: Sequ
     user's checkpoint still load, map and serve under the new release."""
     from auditor.sweeping.options import DEFAULT_CHECKS, DEFAULT_POLICIES
 
-    runner.check_limits(jobs=jobs, timeout=timeout, resume=resume, overwrite=overwrite)
-    runner.check_selection(models, exclude)
+    rules.check_limits(jobs=jobs, timeout=timeout, resume=resume, overwrite=overwrite)
+    rules.check_selection(models, exclude)
     # Both sides get the checks and policies explicitly: they run this checkout, and a default
     # that changes between the two sweeps would make their columns differ.
     checks = checks if checks is not None else ",".join(DEFAULT_CHECKS)
     policies = policies if policies is not None else ",".join(DEFAULT_POLICIES)
-    runner.check_names(checks)
+    rules.check_names(checks)
     cwd = cwd or Path.cwd()
     checkpoints = [str((cwd / Path(folder).expanduser()).resolve()) for folder in checkpoints or ()]
-    runner.check_checkpoints(checkpoints)
+    rules.checkpoint_cases(checkpoints)
     if allow is not None:
         _read_allow_list(Path(allow))
     try:

@@ -20,6 +20,7 @@ from auditor.environments.releases import ReleaseError
 from auditor.environments.runner import UpgradeEvents
 from auditor.environments.steps import Step, parse_transformers, sweep_flags
 from auditor.environments.venvs import RELEASES_ENVDIR, release_steps
+from auditor.sweeping import validate as rules
 
 WHAT = "versions"
 RANGE_FILES = ("minmax.csv", "minmax.html")
@@ -59,10 +60,9 @@ def plan_versions(spec: str | None, *, models: Sequence[str] = (), exclude: Sequ
 
     if not spec:
         raise InputError("name the releases: a list such as 5.20.0,5.22.0 or a specifier such as '>=5.20,<5.25'")
-    runner.check_limits(jobs=jobs, timeout=timeout, resume=resume, overwrite=overwrite)
-    runner.check_selection(models, exclude)
-    if ray_address and executor != "ray":
-        raise InputError("--ray-address needs --executor ray")
+    rules.check_limits(jobs=jobs, timeout=timeout, resume=resume, overwrite=overwrite)
+    rules.check_selection(models, exclude)
+    rules.refuse_ray_options(executor, {"ray_address": ray_address})
     slice_dir = ""
     if shard:
         try:
@@ -71,7 +71,7 @@ def plan_versions(spec: str | None, *, models: Sequence[str] = (), exclude: Sequ
             raise InputError(str(exc)) from None
         slice_dir = f"shard-{index}-of-{count}"
     if checks is not None:
-        runner.check_names(checks)
+        rules.check_names(checks)
     setup = runner.side_setup(WHAT, engines, extras="[ray]" if executor == "ray" else "")
     try:
         chosen = releases.resolve_releases(spec, releases.index_releases())
