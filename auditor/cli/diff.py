@@ -21,6 +21,7 @@ from pathlib import Path
 
 from auditor.cli import EXIT_FINDINGS, EXIT_OK, UsageError, read_results
 from auditor.cli.releases import add_fail_on_drift_argument, add_fail_on_engine_argument
+from auditor.sweeping.options import add_shared_argument
 
 
 def add_parser(subparsers) -> None:
@@ -29,8 +30,7 @@ def add_parser(subparsers) -> None:
     p.add_argument("base", type=Path, metavar="BASE", help="results.jsonl or run directory to compare against")
     p.add_argument("new", type=Path, metavar="NEW", help="results.jsonl or run directory to check")
     p.add_argument("--allow", type=Path, metavar="FILE", help="regressions to accept, one per line")
-    p.add_argument("--expected", type=Path, metavar="FILE",
-                   help="an expected baseline (`auditor baseline`): regressions to failures it lists block nothing")
+    add_shared_argument(p, "expected")
     p.add_argument("--output", "-o", type=Path, metavar="OUTDIR",
                    help="where to write diff.md and diff.html (default: NEW's directory)")
     add_fail_on_drift_argument(p)

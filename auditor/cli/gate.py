@@ -18,6 +18,7 @@ from pathlib import Path
 
 from auditor.cli import EXIT_FINDINGS, EXIT_OK, UsageError, read_results
 from auditor.cli.releases import add_fail_on_engine_argument
+from auditor.sweeping.options import add_shared_argument
 
 
 def add_parser(subparsers) -> None:
@@ -25,7 +26,7 @@ def add_parser(subparsers) -> None:
                               description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("new", type=Path, metavar="NEW", help="results.jsonl or run directory to judge")
     p.add_argument("--against", type=Path, metavar="BEFORE", help="the night before's run")
-    p.add_argument("--expected", type=Path, metavar="FILE", help="an expected baseline (`auditor baseline`)")
+    add_shared_argument(p, "expected")
     p.add_argument("--markdown", metavar="FILE",
                    help="also write the gate's Markdown to FILE ('-': standard output), e.g. $GITHUB_STEP_SUMMARY")
     add_fail_on_engine_argument(p)

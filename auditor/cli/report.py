@@ -15,6 +15,7 @@ from pathlib import Path
 
 from auditor.cli import EXIT_FINDINGS, EXIT_OK, UsageError, read_results
 from auditor.core.results import RESULTS_FILE
+from auditor.sweeping.options import add_shared_argument
 
 INDEX_FILE = "index.html"
 
@@ -28,16 +29,12 @@ def add_parser(subparsers) -> None:
                    help="where to write the files (default: the run's directory when there is one input)")
     p.add_argument("--history", type=Path, metavar="REPORTS_DIR",
                    help="write REPORTS_DIR/index.html over its run directories, with diffs between nights")
-    p.add_argument("--junit", type=Path, metavar="FILE",
-                   help="also write the JUnit XML of the runs (one testcase per cell) to FILE")
+    add_shared_argument(p, "junit")
     p.add_argument("--markdown", metavar="FILE",
                    help="also write the Markdown summary to FILE ('-': standard output), e.g. "
                         "$GITHUB_STEP_SUMMARY; under 65,536 characters")
-    p.add_argument("--fail-on", action="append", default=[], metavar="[COLUMN_GLOB=]STATUS,...",
-                   help="exit 1 when any cell has one of these statuses (as for `auditor sweep`)")
-    p.add_argument("--expected", type=Path, metavar="FILE",
-                   help="an expected baseline (`auditor baseline`): --fail-on never matches the failures it lists, "
-                        "and report.html, summary.md and the JUnit XML show them as expected (the CSV tables do not change)")
+    add_shared_argument(p, "fail_on")
+    add_shared_argument(p, "expected")
     p.add_argument("--against", type=Path, metavar="RUN",
                    help="an earlier run: report.html and summary.md say what changed since it (new findings, "
                         "fixed, flaky); default: the newest run of the same environment (Python, torch, transformers, "

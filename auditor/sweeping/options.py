@@ -223,7 +223,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("overwrite", ("--overwrite",), Kind.SWITCH, group="output", default=False, sides=True,
            help="replace an existing results.jsonl"),
     Option("junit", ("--junit",), Kind.PATH, group="output", metavar="FILE",
-           help="also write the run as JUnit XML (one testcase per cell) for CI test reporters"),
+           help="also write the runs as JUnit XML (one testcase per cell) for CI test reporters"),
     Option("markdown", ("--markdown",), Kind.PATH, group="output", metavar="FILE",
            help="also write the Markdown summary here, e.g. $GITHUB_STEP_SUMMARY "
                 "(summary.md is always written next to report.html)"),
@@ -233,10 +233,12 @@ OPTIONS: tuple[Option, ...] = (
     Option("fail_on", ("--fail-on",), Kind.PATHS, group="gating", default=(), metavar="[COLUMN_GLOB=]STATUS,...",
            request=False,
            help="exit 1 when any cell has one of these statuses, e.g. refused,check-error, or "
-                "per column: decorate/*/legacy=refused (expected-by-design failures never match)"),
+                "per column: decorate/*/legacy=refused (expected-by-design failures, and those --expected "
+                "lists, never match)"),
     Option("expected", ("--expected",), Kind.PATH, group="gating", metavar="FILE", request=False,
-           help="an expected baseline (`auditor baseline RUN -o FILE`): --fail-on never matches a failure it lists, "
-                "and report.html, summary.md and the end summary show it as expected"),
+           help="an expected baseline (`auditor baseline RUN -o FILE`): the failures it lists are expected: "
+                "--fail-on never matches one, a regression to one blocks nothing, and report.html, "
+                "summary.md, the JUnit XML and the end summary show them as expected (the CSV tables do not change)"),
     # What the header records as the command (default: the equivalent `auditor sweep`); the CLI
     # gives its own command line.
     Option("command", (), Kind.TEXT, default=""),
@@ -319,6 +321,20 @@ def add_arguments(parser) -> None:
         if option.group not in groups:
             groups[option.group] = parser.add_argument_group(option.group)
         groups[option.group].add_argument(*option.flags, dest=option.name, help=option.help, **_argparse(option))
+
+
+# The sweep's options that other commands take too, with the same meaning (`auditor report`,
+# `diff`, `gate`): declared once, by their records here, wherever they are taken.
+SHARED = ("fail_on", "expected", "junit")
+
+
+def add_shared_argument(parser, name: str) -> None:
+    """One of the SHARED options, declared on another command's parser by its record: the same flag,
+    kind, metavar and help as `auditor sweep`'s."""
+    if name not in SHARED:
+        raise ValueError(f"{BY_NAME[name].flag} is the sweep's own: not among the options other commands share")
+    option = BY_NAME[name]
+    parser.add_argument(*option.flags, dest=name, help=option.help, **_argparse(option))
 
 
 def add_side_arguments(group, names: tuple[str, ...], **defaults: Any) -> None:
