@@ -67,6 +67,7 @@ NOT_COPIES = {
     ("vllm/plans.py", "moe_gate"): _GATE,
     ("sglang/serving.py", "_cited"): "its docstring's example of a record's place",
     ("sglang/serving.py", "registrations_scoped"): "undoes what SGLang's imports register; copies none",
+    ("weights.py", "meta_limit"): "reads what an engine's own loading raised (installed); copies none",
 }
 
 

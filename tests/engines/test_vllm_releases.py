@@ -77,7 +77,7 @@ def test_the_requirement_of_the_installed_vllm_is_read_from_its_metadata_and_is_
     which looked for a venv at a fixed path)."""
     from importlib import metadata
 
-    from auditor.upgrade.engines import EngineSpec, transformers_requirement
+    from auditor.environments.engines import EngineSpec, transformers_requirement
 
     version = metadata.version("vllm")
     found = transformers_requirement("vllm", version, tmp_path)  # the installed METADATA: no index asked
