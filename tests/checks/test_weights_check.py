@@ -93,6 +93,30 @@ def test_a_save_and_a_load_of_one_release_agree(saved):
     # gpt_neo's local attention window cut below the input, so the saved outputs went through it
     assert rows["gpt_neo"]["extras"]["exercised"] == {"window_size": [256, 16]}
     assert "exercised" not in rows["llama"]["extras"]  # nothing of llama's is longer than the input
+    # the forward a user's call makes: the model's own defaults, its cache on (no use_cache=False)
+    info = json.loads((saved / "saved" / "llama" / "auditor-reference.json").read_text())
+    assert info["kwargs"] == {} and rows["llama"]["extras"]["input"] == "64 seeded tokens (seed 0), float32, cpu"
+
+
+def test_a_forward_that_raises_with_its_cache_on_is_compared_with_it_off():
+    # A real module standing in for a model whose first forward raises with its cache on (no
+    # model of this transformers does: under 4.57.6 recurrent_gemma and doge differ with it).
+    import torch
+    from transformers.modeling_outputs import CausalLMOutput
+
+    from auditor.checks.weights import _reference_forward
+
+    class CacheRaises(torch.nn.Module):
+        def forward(self, input_ids, use_cache=True):
+            if use_cache:
+                raise RuntimeError("no cache here")
+            return CausalLMOutput(logits=input_ids.float())
+
+    ids = torch.arange(4)[None]
+    output, feed = _reference_forward(CacheRaises(), {"input_ids": ids, "use_cache": False})
+    assert feed == {"input_ids": ids, "use_cache": False} and torch.equal(output, ids.float())
+    output, feed = _reference_forward(CacheRaises(), {"input_ids": ids})  # no use_cache to fall back on
+    assert isinstance(output, RuntimeError) and "no cache here" in str(output)
 
 
 def test_the_input_reaches_every_window_and_block_a_full_size_model_runs():
