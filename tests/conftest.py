@@ -27,10 +27,11 @@ def auditor_env() -> dict[str, str]:
 
 def run_auditor(*args: str, cwd: Path | None = None, timeout: float = 600,
                 env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    """`auditor ARGS` in a process of its own; `env`: variables on top of auditor_env()."""
+    """`auditor ARGS` in a process of its own; `env`: variables on top of auditor_env() (None: unset)."""
+    merged = {k: v for k, v in {**auditor_env(), **(env or {})}.items() if v is not None}
     return subprocess.run(
         [sys.executable, "-m", "auditor", *args],
-        cwd=cwd, env={**auditor_env(), **(env or {})}, capture_output=True, text=True, timeout=timeout,
+        cwd=cwd, env=merged, capture_output=True, text=True, timeout=timeout,
     )
 
 

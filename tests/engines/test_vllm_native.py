@@ -6,6 +6,8 @@ whose result the meta device never needs). One sweep for the module, in a proces
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 
 import pytest
 
@@ -22,9 +24,11 @@ SWEPT: dict = {}  # the module's sweep: its run directory and what it printed
 @pytest.fixture(scope="module")
 def served(tmp_path_factory):
     out = tmp_path_factory.mktemp("serves") / "run"
-    # `--engine vllm`: the vLLM installed here, in this sweep (its serves check and policy added)
+    # `--engine vllm`: the vLLM installed here, in this sweep (its serves check and policy added),
+    # with VLLM_TARGET_DEVICE unset, as a user has it: on a machine where vLLM's own detection
+    # finds no platform the sweep sets it (the `cpu-target` shim)
     run = run_auditor("sweep", "--engine", "vllm", "--models", ",".join(TYPES), "--checks", "serves",
-                      "-o", str(out), env={"VLLM_TARGET_DEVICE": os.environ.get("VLLM_TARGET_DEVICE", "cpu")})
+                      "-o", str(out), env={"VLLM_TARGET_DEVICE": None, "AUDITOR_VLLM_CPU_TARGET": None})
     assert run.returncode in (0, 1), run.stderr[-2000:]
     header, rows = read_rows(out)
     SWEPT.update(out=out, stderr=run.stderr)
@@ -53,6 +57,14 @@ def test_what_the_meta_device_cannot_finish_is_built_from_its_tiny_config_on_the
     assert bloom["extras"]["built_on"] == "cpu, from its tiny config (the meta device cannot finish it)"
     assert "meta tensor" in bloom["extras"]["meta_limit"].lower()
     assert "built_on" not in rows["llama"]["extras"]
+
+
+def no_platform_detected() -> bool:
+    """vLLM's own platform detection, with VLLM_TARGET_DEVICE unset, finds none (its CUDA wheel without a GPU)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("VLLM_TARGET_DEVICE", "AUDITOR_VLLM_CPU_TARGET")}
+    proc = subprocess.run([sys.executable, "-c", "import vllm.platforms as p; print(p.resolve_current_platform_cls_qualname())"],
+                          env=env, capture_output=True, text=True, check=True)
+    return proc.stdout.strip().endswith(".UnspecifiedPlatform")
 
 
 def kernel_shims_here() -> bool:
@@ -103,11 +115,16 @@ def test_the_engine_here_adds_its_policy_and_the_header_names_its_shims(served):
     header, rows = served
     assert "vllm" in header["run"]["experiment"]["policies"]
     (vllm,) = [e for e in header["run"]["engines"] if e["name"] == "vllm"]
-    if shims.needed():  # an x86 CPU without Triton for CPUs: vLLM 0.34.0's platform refuses it unshimmed
-        assert vllm["shims"] == [f"{name}: {text}" for name, text in sorted(shims.needed().items())]
+    needed = dict(shims.needed())  # this process's (CI sets VLLM_TARGET_DEVICE=cpu for it)
+    if no_platform_detected():  # the sweep ran with it unset: set by the auditor, and said so
+        needed[shims.CPU_TARGET] = shims.NAMES[shims.CPU_TARGET]
+        assert "vLLM's own code runs under an environment shim: cpu-target" in SWEPT["stderr"]
+        assert "cpu-target" in rows["llama"]["extras"]["shims"] and rows["llama"]["status"] == "build"
+    if needed:  # an x86 CPU without Triton for CPUs: vLLM 0.34.0's platform refuses it unshimmed
+        assert vllm["shims"] == [f"{name}: {text}" for name, text in sorted(needed.items())]
         assert "vLLM's own code runs under an environment shim: triton-cpu" in SWEPT["stderr"]
-        assert rows["llama"]["extras"]["shims"] == ["triton-cpu"]
-        assert f"shims: {', '.join(sorted(shims.needed()))}" in (SWEPT["out"] / "report.html").read_text()
+        assert rows["llama"]["extras"]["shims"] == sorted({"triton-cpu", "cpu-target"} & set(needed))
+        assert f"shims: {', '.join(sorted(needed))}" in (SWEPT["out"] / "report.html").read_text()
     else:
         assert "shims" not in vllm
 

@@ -36,6 +36,9 @@ def warm_up() -> None:
     """vLLM imported as get_model imports it, its process group made and its registry's
     model-info cache filled: the engine's warm-up, made once per worker before its first cell.
     Raises what vLLM raised (the worker leaves it for the first row that needs the step)."""
+    from auditor.engines.vllm.shims import target_device
+
+    target_device()  # before vLLM's platform is first read
     import vllm.config  # noqa: F401
     import vllm.model_executor.model_loader  # noqa: F401  (get_model's import chain: seconds)
 
@@ -48,6 +51,9 @@ def process_group() -> None:
     (`init_distributed_environment`, `initialize_model_parallel(1, 1)`)."""
     if "process group" in _MADE:
         return
+    from auditor.engines.vllm.shims import target_device
+
+    target_device()  # before vLLM's platform is first read
     from vllm.config import VllmConfig, set_current_vllm_config
     from vllm.distributed import init_distributed_environment, initialize_model_parallel
 

@@ -26,6 +26,16 @@ meta device, so no verdict can rest on it:
   QuickGELU take in `__init__` on any CPU (model_executor/layers/activation.py:559-566,
   592-599, 624-632) and call in `forward_cpu` only on POWERPC (581-584, 613-616, 646-649; an
   x86 CPU runs forward_native). Not run: nothing (the constructor only holds the handle).
+
+One more is not scoped to a call, because vLLM resolves its platform once per process:
+
+* `cpu-target`: `VLLM_TARGET_DEVICE=cpu`, vLLM's own switch to its CPU platform, set in a process
+  where it is unset and vLLM's own detection (`resolve_current_platform_cls_qualname`,
+  vllm/platforms/__init__.py) finds no platform, which is the case of its CUDA wheel on a
+  machine without a GPU: every own-code row would be `Failed to infer device type` (an
+  environment limit) there. Set before vLLM's platform is first read (`target_device`: the run
+  header's `needed`, a worker's warm-up, the process group), so that the workers a sweep starts
+  later inherit it. A machine with a GPU, or a user's own VLLM_TARGET_DEVICE, is left alone.
 """
 
 from __future__ import annotations
@@ -35,6 +45,9 @@ import importlib.util
 from collections.abc import Iterator
 
 TRITON_CPU = "triton-cpu"
+CPU_TARGET = "cpu-target"
+TARGET_ENV = "VLLM_TARGET_DEVICE"
+TARGET_MARK = "AUDITOR_VLLM_CPU_TARGET"  # set beside it: the processes started after know who set it
 MOE_PREPACK = "moe-prepack"
 ACTIVATION_OPS = "activation-ops"
 # The kernel libraries vLLM's CPU platform loads (platforms/cpu.py:663-699, import_kernels): a CPU
@@ -43,7 +56,9 @@ _CPU_KERNEL_LIBRARIES = ("vllm._C", "vllm._C_AVX512", "vllm._C_AVX2")
 # shim -> the torch.ops._C kernels it stands in for
 KERNELS = {MOE_PREPACK: ("prepack_moe_weight",), ACTIVATION_OPS: ("gelu_new", "gelu_fast", "gelu_quick")}
 # name -> what it stands in for (the run header's words)
-NAMES = {TRITON_CPU: "vllm.triton_utils.HAS_TRITON set while a VllmConfig is made, on an x86 CPU without "
+NAMES = {CPU_TARGET: "VLLM_TARGET_DEVICE=cpu (vLLM's own switch to its CPU platform), unset here and no platform "
+                     "detected by vLLM's own code (its CUDA wheel without a GPU: \"Failed to infer device type\")",
+         TRITON_CPU: "vllm.triton_utils.HAS_TRITON set while a VllmConfig is made, on an x86 CPU without "
                      "Triton for CPUs (vLLM >= 0.34.0 refuses it: platforms/cpu.py:242; the meta device runs "
                      "no kernel)",
          MOE_PREPACK: "torch.ops._C.prepack_moe_weight, missing from vLLM's CUDA wheel, as a meta-device no-op in "
@@ -54,6 +69,25 @@ NAMES = {TRITON_CPU: "vllm.triton_utils.HAS_TRITON set while a VllmConfig is mad
                          "calls (forward_cpu runs forward_native there); meta tensors only"}
 
 APPLIED: set[str] = set()  # the shims this process has used: its rows say so
+
+
+def target_device() -> None:
+    """`cpu-target`: VLLM_TARGET_DEVICE=cpu in this process (and the processes it starts) where it
+    is unset and vLLM's own platform detection finds none; before vLLM's platform is first read."""
+    import os
+
+    if os.environ.get(TARGET_MARK) == "1" and os.environ.get(TARGET_ENV) == "cpu":
+        APPLIED.add(CPU_TARGET)  # set by the process that started this one
+    if CPU_TARGET in APPLIED or TARGET_ENV in os.environ:
+        return
+    import vllm.platforms as platforms
+
+    if platforms._current_platform is not None:  # resolved already: too late to choose
+        return
+    if platforms.resolve_current_platform_cls_qualname().endswith(".UnspecifiedPlatform"):
+        os.environ[TARGET_ENV] = "cpu"
+        os.environ[TARGET_MARK] = "1"
+        APPLIED.add(CPU_TARGET)
 
 
 def _needs_triton_cpu() -> bool:
@@ -163,7 +197,9 @@ def kernel_shims() -> Iterator[set[str]]:
 def needed() -> dict[str, str]:
     """The shims vLLM's own code will need in this process (name -> what it stands in for): the
     run header's (`Engine.shims`); imports vLLM's platform (about 3 s)."""
-    names = ([TRITON_CPU] if _needs_triton_cpu() else []) + sorted(_missing_kernels())
+    target_device()
+    names = ([CPU_TARGET] if CPU_TARGET in APPLIED else []) + ([TRITON_CPU] if _needs_triton_cpu() else []) \
+        + sorted(_missing_kernels())
     return {name: NAMES[name] for name in names}
 
 
