@@ -166,7 +166,7 @@ def save(config, folder: Path, case: ModelCase):
     import transformers
     from safetensors.torch import save_file
 
-    from auditor.models.inputs import CannotFeed, decoder_inputs
+    from auditor.models.inputs import CannotFeed, main_inputs
     from auditor.models.tiny import ShrinkError, tiny_model
 
     try:
@@ -177,7 +177,7 @@ def save(config, folder: Path, case: ModelCase):
         return classify(exc)
     auto, model, changed = _with_head(tiny)
     try:
-        inputs = decoder_inputs(model, LENGTH, seed=SEED)
+        inputs, described = main_inputs(model, LENGTH, seed=SEED)
     except CannotFeed as exc:
         return Status.SKIPPED, f"no input to compare outputs on: {exc}", {}
     output, inputs = _reference_forward(model, inputs)
@@ -185,7 +185,7 @@ def save(config, folder: Path, case: ModelCase):
         # The saving release's own forward on the check's token input: no checkpoint to compare,
         # and no verdict of this check's (the input may not be one the model takes: pixel values,
         # boxes; whether the model runs is the build and tiny checks' verdict).
-        message = f"no outputs to compare on: the saving release's forward on {LENGTH} token ids raised {message_of(output)}"
+        message = f"no outputs to compare on: the saving release's forward on {described} raised {message_of(output)}"
         return Status.SKIPPED, message, {}
     model.save_pretrained(folder, safe_serialization=True)
     tensors = {f"input.{k}": v.contiguous() for k, v in inputs.items() if isinstance(v, torch.Tensor)}
@@ -193,6 +193,7 @@ def save(config, folder: Path, case: ModelCase):
     save_file({**tensors, "output": output.detach().float().contiguous()}, str(folder / REFERENCE))
     info = {"model_type": case.model_type, "auto_class": auto, "model_class": type(model).__name__,
             "transformers": transformers.__version__, "length": LENGTH, "seed": SEED, "dtype": "float32",
+            "input": described,
             "kwargs": {k: v for k, v in inputs.items() if not isinstance(v, torch.Tensor)},
             "exercised": {k: list(v) for k, v in changed.items()}}
     (folder / REFERENCE_INFO).write_text(json.dumps(info, indent=1), encoding="utf-8")
@@ -320,7 +321,7 @@ def compare(folder: Path):
         return Status.SKIPPED, message, {}
     info = json.loads(info_path.read_text(encoding="utf-8"))
     extras = {"saved_by": info["transformers"], "saved_class": info["model_class"],
-              "input": f"{info['length']} seeded tokens (seed {info['seed']}), float32, cpu"
+              "input": info.get("input", f"{info['length']} seeded tokens (seed {info['seed']})") + ", float32, cpu"
                        + "".join(f", {k}={v}" for k, v in sorted(info.get("kwargs", {}).items()))}
     if info.get("exercised"):  # the config fields the saving run changed from the tiny config (`exercised`)
         extras["exercised"] = info["exercised"]

@@ -22,6 +22,9 @@ ENCODER_LENGTH = 11  # tokens of an encoder-decoder's fixed encoder input; never
 IMAGE_SIZE = 32  # pixels of a synthesized image when the config does not say
 
 
+WAVEFORM = 4000  # samples of a waveform input: a quarter second at 16 kHz, past wav2vec2's conv stack
+
+
 class CannotFeed(ValueError):
     """The synthesizer does not know how to make this model's inputs."""
 
@@ -54,6 +57,28 @@ def decoder_inputs(model, length: int, *, device: str = "cpu", seed: int = 0,
     if "use_cache" in params:
         inputs["use_cache"] = False
     return {k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in inputs.items()}
+
+
+def main_inputs(model, length: int, *, seed: int = 0) -> tuple[dict[str, Any], str]:
+    """One seeded input for a whole model by its main input, and its description: `length` token
+    ids where it takes them (`decoder_inputs`), else pixel values, log-mel features or a waveform
+    (WAVEFORM samples) of the sizes its config names. CannotFeed for any other main input."""
+    import torch
+
+    try:
+        return decoder_inputs(model, length, seed=seed), f"{length} seeded tokens (seed {seed})"
+    except CannotFeed:
+        pass
+    main = getattr(model, "main_input_name", "")
+    generator = torch.Generator().manual_seed(seed)
+    makers = {"pixel_values": lambda: pixel_values(model.config, 1, generator),
+              "input_features": lambda: audio_features(model.config, 1, generator),
+              "input_values": lambda: torch.randn(1, WAVEFORM, generator=generator)}
+    if main not in makers or main not in _parameters(model.forward):
+        raise CannotFeed(f"{type(model).__name__} is fed neither token ids nor pixel values, audio features "
+                         f"or a waveform: its main input is {main!r}")
+    value = makers[main]()
+    return {main: value}, f"seeded {main} {'x'.join(map(str, value.shape))} (seed {seed})"
 
 
 def decoder_feeds(model, lengths, *, device: str = "cpu", seed: int = 0,

@@ -19,7 +19,7 @@ import pytest
 from tests.checks.checkpoint_files import llama_70b, model_tensors, write_checkpoint, write_sparse_safetensors
 from tests.conftest import by_type, read_rows, run_auditor, run_auditors
 
-SAVED = ["llama", "gpt2", "gpt_neo", "cpmant"]
+SAVED = ["llama", "gpt2", "gpt_neo", "cpmant", "vit", "wav2vec2"]  # the last two fed no token ids
 # Saved too, with no outputs to compare: mllama's own auto class cannot load what its class saves;
 # clip takes pixel values, not the check's token ids.
 UNCOMPARED = ["mllama", "clip"]
@@ -96,6 +96,9 @@ def test_a_save_and_a_load_of_one_release_agree(saved):
     # the forward a user's call makes: the model's own defaults, its cache on (no use_cache=False)
     info = json.loads((saved / "saved" / "llama" / "auditor-reference.json").read_text())
     assert info["kwargs"] == {} and rows["llama"]["extras"]["input"] == "64 seeded tokens (seed 0), float32, cpu"
+    # a model whose main input is not token ids: fed its own (pixel values, a waveform), named on the row
+    assert rows["vit"]["extras"]["input"].startswith("seeded pixel_values 1x3x")
+    assert rows["wav2vec2"]["extras"]["input"] == "seeded input_values 1x4000 (seed 0), float32, cpu"
 
 
 def test_a_forward_that_raises_with_its_cache_on_is_compared_with_it_off():
