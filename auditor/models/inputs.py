@@ -74,7 +74,7 @@ def main_inputs(model, length: int, *, seed: int = 0) -> tuple[dict[str, Any], s
     makers = {"pixel_values": lambda: pixel_values(model.config, 1, generator),
               "input_features": lambda: audio_features(model.config, 1, generator),
               "input_values": lambda: torch.randn(1, WAVEFORM, generator=generator)}
-    if main not in makers or main not in _parameters(model.forward):
+    if not isinstance(main, str) or main not in makers or main not in _parameters(model.forward):  # oneformer's: a list
         raise CannotFeed(f"{type(model).__name__} is fed neither token ids nor pixel values, audio features "
                          f"or a waveform: its main input is {main!r}")
     value = makers[main]()

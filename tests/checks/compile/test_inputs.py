@@ -90,3 +90,18 @@ def test_a_qwen_vision_encoder_gets_flattened_patches_and_their_grid():
     assert inputs["hidden_states"].shape[0] == int(inputs["grid_thw"].prod(-1).sum())
     with torch.no_grad():
         encoder(**inputs)
+
+
+def test_a_whole_model_is_fed_by_its_main_input_and_the_input_is_named():
+    from auditor.models.inputs import CannotFeed, main_inputs
+
+    vit = tiny_model(make_config("vit")).model
+    inputs, described = main_inputs(vit, 64)
+    assert set(inputs) == {"pixel_values"} and described.startswith("seeded pixel_values 1x3x")
+    with torch.no_grad():
+        assert vit(**inputs).last_hidden_state.shape[0] == 1
+    llama = tiny_model(make_config("llama")).model
+    assert main_inputs(llama, 64)[1] == "64 seeded tokens (seed 0)"
+    oneformer = tiny_model(make_config("oneformer")).model  # its main input is a list of two
+    with pytest.raises(CannotFeed, match=r"main input is \['pixel_values', 'task_inputs'\]"):
+        main_inputs(oneformer, 64)
