@@ -126,9 +126,11 @@ def plan_engines(request, outdir: Path, checked: Sequence[tuple[object, object]]
 
 
 def own_checks(engine, checks: Sequence[str]) -> list[str]:
-    """The checks an engine's venv sweeps: those of `checks` its own code computes rows of, and
-    its `serves` answer where it has one."""
-    return [c for c in OWN_CODE_CHECKS if c in checks] + (["serves"] if engine.serves is not None else [])
+    """The checks an engine's venv sweeps: those of `checks` its own code computes rows of (`weights`
+    too where the engine has its own weight loader: its `weights/<engine>` rows), and its `serves`
+    answer where it has one."""
+    weights = ["weights"] if "weights" in checks and engine.loads_weights is not None else []
+    return [c for c in OWN_CODE_CHECKS if c in checks] + weights + (["serves"] if engine.serves is not None else [])
 
 
 def checks_here(checks, checked: Sequence[tuple[object, object]]) -> tuple[str, ...]:
@@ -162,8 +164,14 @@ def _venv_sweep(spec, engine, setup, transformers: Transformers, outdir: Path, r
         raise InputError(f"--engine {spec.requirement}: none of --checks {','.join(request.checks)} runs "
                          f"{engine.title}'s own code; add backend or decorate")
     name = f"{spec.name}-{spec.version}"
+    # The same selection there (the --checkpoint folders too, by absolute path: the venv's sweep
+    # runs in another directory), and the checkpoints a --weights-from names.
+    paths = {"checkpoints": tuple(str(Path(c).resolve()) for c in request.checkpoints)}
+    if "weights" in checks and request.weights_from:
+        paths["weights_from"] = str(Path(request.weights_from).resolve())
     sweep = side_flags(models=request.models, exclude=request.exclude, checks=",".join(checks),
-                       policies=engine.policy, jobs=request.jobs, timeout=request.timeout, shard=request.shard)
+                       policies=engine.policy, jobs=request.jobs, timeout=request.timeout, shard=request.shard,
+                       **paths)
     label = f"{engine.title} {spec.version} (venv)"
     install, run = release_steps(transformers, outdir=(outdir / ENGINES_DIR / name).resolve(),
                                  envdir=setup.home / ENGINES_DIR / name, noxfile=runner.NOXFILE, nox=setup.nox,

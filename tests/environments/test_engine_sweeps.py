@@ -138,3 +138,22 @@ def test_with_no_engine_to_answer_serves_the_refusal_names_one(home, capsys):
     err = capsys.readouterr().err
     assert f"or let an engine's own venv answer it: --engine {engines.example_requirement('vllm')}" in err
     assert not (home / "out").exists()
+
+
+def test_the_engines_venv_sweeps_the_same_checkpoints_and_its_own_weight_loader(home, capsys):
+    # `--checkpoint` selects the same folder there (by absolute path: the venv's sweep runs
+    # elsewhere), and `weights` runs there too, for the engine's own loader (weights/vllm rows).
+    import transformers
+
+    from tests.checks.checkpoint_files import model_tensors, write_checkpoint
+
+    _engine_venv(home)
+    config = transformers.LlamaConfig(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
+                                      num_key_value_heads=2, vocab_size=1024, architectures=["LlamaForCausalLM"])
+    folder = write_checkpoint(home / "my-llama", config, model_tensors(config))
+    code = main(["sweep", "--engine", "vllm==0.33.0", "--checkpoint", "my-llama", "--checks", "build,weights",
+                 "-o", str(home / "out")])
+    assert code in (0, 1), capsys.readouterr().err
+    sweep = (home / "log.txt").read_text().splitlines()[1].split()
+    assert sweep[sweep.index("--checks") + 1] == "weights,serves"
+    assert sweep[sweep.index("--checkpoint") + 1] == str(folder.resolve())
