@@ -157,21 +157,18 @@ def _runs_here(check) -> bool:
 def _venv_sweep(spec, engine, setup, transformers: Transformers, outdir: Path, request) -> EngineSweep:
     from auditor.environments.engines import ENGINES_ENV
     from auditor.environments.venvs import release_steps
-    from auditor.sweeping.options import side_flags
+    from auditor.sweeping.options import side_flags, side_path
 
     checks = own_checks(engine, request.checks)
     if not checks:
         raise InputError(f"--engine {spec.requirement}: none of --checks {','.join(request.checks)} runs "
                          f"{engine.title}'s own code; add backend or decorate")
     name = f"{spec.name}-{spec.version}"
-    # The same selection there (the --checkpoint folders too, by absolute path: the venv's sweep
-    # runs in another directory), and the checkpoints a --weights-from names.
-    paths = {"checkpoints": tuple(str(Path(c).resolve()) for c in request.checkpoints)}
-    if "weights" in checks and request.weights_from:
-        paths["weights_from"] = str(Path(request.weights_from).resolve())
+    # The same selection there (the --checkpoint folders too), and the checkpoints a --weights-from names.
+    weights_from = side_path(request.weights_from) if "weights" in checks and request.weights_from else None
     sweep = side_flags(models=request.models, exclude=request.exclude, checks=",".join(checks),
                        policies=engine.policy, jobs=request.jobs, timeout=request.timeout, shard=request.shard,
-                       **paths)
+                       checkpoints=[side_path(folder) for folder in request.checkpoints], weights_from=weights_from)
     label = f"{engine.title} {spec.version} (venv)"
     install, run = release_steps(transformers, outdir=(outdir / ENGINES_DIR / name).resolve(),
                                  envdir=setup.home / ENGINES_DIR / name, noxfile=runner.NOXFILE, nox=setup.nox,

@@ -20,8 +20,6 @@ from typing import Any
 
 ENCODER_LENGTH = 11  # tokens of an encoder-decoder's fixed encoder input; never a decoder length
 IMAGE_SIZE = 32  # pixels of a synthesized image when the config does not say
-
-
 WAVEFORM = 4000  # samples of a waveform input: a quarter second at 16 kHz, past wav2vec2's conv stack
 
 

@@ -398,6 +398,12 @@ def flags(**values) -> list[str]:
     return words
 
 
+def side_path(path, cwd: Path | None = None) -> str:
+    """`path` (a --checkpoint folder, a --weights-from one) as a side's sweep reads it: absolute,
+    `~` expanded, relative to `cwd` (default: this process's), since that sweep runs elsewhere."""
+    return str(((cwd or Path.cwd()) / Path(path).expanduser()).resolve())
+
+
 def side_flags(**values) -> list[str]:
     """`flags` for the options that upgrade-check, bisect and versions pass to their sides."""
     others = sorted(name for name in values if not BY_NAME[name].sides)

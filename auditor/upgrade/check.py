@@ -18,6 +18,7 @@ from auditor.environments import runner
 from auditor.environments.runner import UpgradeEvents
 from auditor.environments.steps import UpgradeSpecError, parse_transformers, sweep_flags
 from auditor.sweeping import validate as rules
+from auditor.sweeping.options import side_path
 from auditor.upgrade.plan import UpgradePlan, default_outdir, plan_upgrade
 
 WHAT = "upgrade-check"
@@ -57,7 +58,7 @@ def plan_check(base: str, new: str, *, models: Sequence[str] = (), exclude: Sequ
     policies = policies if policies is not None else ",".join(DEFAULT_POLICIES)
     rules.check_names(checks)
     cwd = cwd or Path.cwd()
-    checkpoints = [str((cwd / Path(folder).expanduser()).resolve()) for folder in checkpoints or ()]
+    checkpoints = [side_path(folder, cwd) for folder in checkpoints or ()]
     rules.checkpoint_cases(checkpoints)
     if allow is not None:
         _read_allow_list(Path(allow))
