@@ -1,4 +1,4 @@
-"""A failure's cause: the signature a report groups cells by.
+"""A failure's cause: the signature a report groups cells by; and the text a finding shows.
 
 A row's signature (auditor.core.messages.signature_of) masks what differs between two cells of one
 cause (numbers, paths, class names of any spelling; a gate's name stays whole), so a cause is the
@@ -6,6 +6,9 @@ signature of the message's first line where that line is `Type: text` (a traceba
 nothing of the cause), and a skip's "not reached: <engine> stops at <gate>" as it is. Rows of files
 written by an earlier auditor keep the signatures they were written with; grouping reads the message
 again, so their causes are today's.
+
+A signature is for grouping, never for reading: it says `max abs diff N` where the row says
+`max abs diff 0.578`. What a report shows of one finding is `finding_text`, the row's own message.
 """
 
 from __future__ import annotations
@@ -32,3 +35,9 @@ def cause_of(message: str, signature: str = "") -> str:
 def _one_line(text: str) -> bool:
     """A message whose first line is `Type: text`: its traceback, if any, says nothing of the cause."""
     return ": " in text.splitlines()[0]
+
+
+def finding_text(message: str, signature: str = "") -> str:
+    """What a report shows of one finding: its own message, whole, on one line (its signature only
+    where the row has no message). Reports group by `cause_of`; they show this."""
+    return " ".join(message.split()) or signature

@@ -11,7 +11,8 @@ Every output that says what changed (the end of a sweep, summary.md, report.html
   leaves "not reached") is part of that type's one change, never a change of its own, and a new
   type's cells are the new type's.
 
-Each change carries its fault, its cause, the config drift that explains it where the runs have
+Each change carries its fault, its cause (what it is grouped by), its own message (what it shows,
+auditor.report.causes.finding_text), the config drift that explains it where the runs have
 fingerprints (auditor.report.drift) and the command that sweeps it again (auditor.core.repro).
 Pure: two runs in, a Changes out.
 """
@@ -23,7 +24,7 @@ from dataclasses import dataclass
 from auditor.core.outcome import Outcome
 from auditor.core.repro import sweep_command
 from auditor.core.results import Run, RunInfo
-from auditor.report.causes import NOT_REACHED, cause_of
+from auditor.report.causes import NOT_REACHED, cause_of, finding_text
 from auditor.report.drift import Drift, config_drift
 from auditor.report.matrix import build_matrix, run_name
 from auditor.report.serve import Serves, ServeVerdict, verdicts
@@ -105,6 +106,12 @@ class CellNote:
     cause: str = ""
     drift: str = ""
     repro: str = ""
+    message: str = ""  # the row's own (cause and signature group; this is what a reader sees)
+
+    @property
+    def text(self) -> str:
+        """What the change shows (auditor.report.causes.finding_text)."""
+        return finding_text(self.message, self.signature)
 
 
 @dataclass(frozen=True)
@@ -216,7 +223,7 @@ def _note(key, was, cell, info: RunInfo, drift: Drift) -> CellNote:
     failing = not cell.status.ok
     return CellNote(model_type, column, was.status.value if was is not None else "", row.status.value,
                     cell.signature, row.fault if failing else "", cell.cause if failing else "",
-                    _drift_text(drift, model_type), sweep_command(model_type, column, info.repeat))
+                    _drift_text(drift, model_type), sweep_command(model_type, column, info.repeat), row.message)
 
 
 def _not_reached(cell) -> bool:
@@ -316,7 +323,7 @@ def text_lines(found: Changes, shown: int = 5, engines: tuple[str, ...] | None =
         lines.append(f"  new types: {', '.join(found.new_types)}")
     for cell in found.new_findings[:shown]:
         lines += _explained(f"  new: {cell.model_type} {cell.column}: {cell.before or 'absent'} -> {cell.after}: "
-                            f"{cell.cause or cell.signature}", cell.fault, cell.drift, cell.repro)
+                            f"{cell.text}", cell.fault, cell.drift, cell.repro)
     if len(found.new_findings) > shown:
         lines.append(f"  and {len(found.new_findings) - shown} more new findings")
     return lines

@@ -12,6 +12,9 @@ stops at another gate is one change with its fault, cause, drift and repro, and 
 changed with it are folded into it. Two runs under two releases of one engine (`auditor sweep
 --engine vllm==0.33.0` beside vLLM 0.34.0) differ there first: a verdict is several cells, and a
 cell that passes on both sides (a serves row that constructs another class) is no cell change.
+
+Cells are matched, and changes grouped, by their signatures; what a change shows is each row's
+own message (auditor.report.causes.finding_text).
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from dataclasses import dataclass, replace
 from auditor.core.outcome import Outcome
 from auditor.core.results import Result, Run
 from auditor.report.baseline import Baseline, expected_matrix
+from auditor.report.causes import finding_text
 from auditor.report.changes import Changes, TypeChange, changes
 from auditor.report.drift import Drift, config_drift
 from auditor.report.matrix import column_order, run_cells, run_name
@@ -80,6 +84,7 @@ class CellChange:
     after: str
     before_signature: str = ""
     after_signature: str = ""
+    before_message: str = ""
     after_message: str = ""
     allowed: bool = False
     # "expected" (the baseline lists it), "flaky" (a rerun passed) or "folded" (part of a type's
@@ -92,14 +97,16 @@ class CellChange:
 
     @property
     def explanation(self) -> tuple[str, ...]:
-        """The signature(s) that explain the change: the error that went away for a fix,
-        (old, new) for a failure whose signature changed, else the error now."""
+        """What explains the change, in the rows' own messages (finding_text): the error that
+        went away for a fix, (old, new) for a failure whose signature changed, else the error now."""
+        before = finding_text(self.before_message, self.before_signature)
+        after = finding_text(self.after_message, self.after_signature)
         if not self.after or is_ok(self.after):
-            return (self.before_signature,)
+            return (before,)
         if self.before and not is_ok(self.before) and self.before_signature and \
                 self.before_signature != self.after_signature:
-            return (self.before_signature, self.after_signature)
-        return (self.after_signature,)
+            return (before, after)
+        return (after,)
 
 
 @dataclass(frozen=True)
@@ -202,7 +209,7 @@ def _change(model_type: str, column: str, b: Result | None, a: Result | None) ->
         model_type=model_type, column=column,
         before=b.status.value if b else "", after=a.status.value if a else "",
         before_signature=b.signature if b else "", after_signature=a.signature if a else "",
-        after_message=a.message if a else "",
+        before_message=b.message if b else "", after_message=a.message if a else "",
     )
 
 

@@ -9,7 +9,6 @@ from auditor.report.changes import EngineChanges, TypeChange, text_lines
 from auditor.report.diff import CellChange, RunDiff, summary_line
 from auditor.report.statuses import legend
 
-SIGNATURE_WIDTH = 110
 NAMES_SHOWN = 40  # per list on the terminal; diff.md and diff.html have them all
 _LABELS = {"folded": "  [with the type's verdict]"}  # a cell counted in its type's one change
 
@@ -29,10 +28,10 @@ def render_diff_text(diff: RunDiff) -> str:
             return
         lines.extend(["", f"{title} ({len(changes)}):"])
         for c in changes:
-            sig = " -> ".join(_short(part) for part in c.explanation)
+            shown = " -> ".join(c.explanation)  # the rows' own messages, whole
             mark = "  [allowed]" if c.allowed else _LABELS.get(c.label, f"  [{c.label}]" if c.label else "")
             lines.append(f"  {c.model_type:<{width}}  {c.column:<{col_width}}  "
-                         f"{c.before or '-'} -> {c.after or '-'}{mark}  {sig}".rstrip())
+                         f"{c.before or '-'} -> {c.after or '-'}{mark}  {shown}".rstrip())
 
     section("Regressions", diff.regressions)
     section("Fixes", diff.fixes)
@@ -70,7 +69,7 @@ def render_diff_markdown(diff: RunDiff) -> str:
         if not changes:
             continue
         lines.extend(["", f"## {title} ({len(changes)})", "",
-                      "| model type | column | before | after | signature |", "|---|---|---|---|---|"])
+                      "| model type | column | before | after | message |", "|---|---|---|---|---|"])
         for c in changes:
             after = c.after + (" (allowed)" if c.allowed else "")
             lines.append(f"| {_md(c.model_type)} | {_md(c.column)} | {c.before or '—'} | {after or '—'} "
@@ -161,11 +160,6 @@ def _name_lists(diff: RunDiff) -> list[tuple[str, tuple[str, ...]]]:
 
 def _all_changes(diff: RunDiff) -> list[CellChange]:
     return [c for _, changes in _change_sections(diff) for c in changes]
-
-
-def _short(text: str) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= SIGNATURE_WIDTH else text[:SIGNATURE_WIDTH - 1] + "…"
 
 
 def _md(text: str) -> str:

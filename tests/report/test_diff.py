@@ -246,3 +246,82 @@ def test_an_engine_upgrade_lists_the_verdicts_that_change_with_why(tmp_path):
     html = render_diff_html(diff)
     assert 'id="engines"' in html and 'data-engine="vllm"' in html
     assert "1 type lost by an engine" in html  # the badge says why the diff exits 1
+
+
+# 4.57.6 -> 5.25.0 as upgrade-check swept it (BENCHMARKS.md): the rows the build and weights checks
+# write, their messages as the checks word them and their signatures as auditor.core.messages makes them.
+SAVED_UNDER = "every key loaded, outputs equal to those saved under transformers 4.57.6"
+TOLERANCE = "atol 0.0001, rtol 0.0001 (float32)"
+DOGE = ("every key loaded, but the outputs differ from those saved under transformers 4.57.6: "
+        f"max abs diff 0.578, max rel diff 3.27e+04 ({TOLERANCE})")
+
+
+def _weights(model_type: str, status: str, message: str, **extras):
+    from auditor.core.messages import signature_of
+    from auditor.core.results import Result
+    from auditor.core.status import Status
+
+    failing = not Status(status).ok
+    return Result(model_type, "weights", Status(status), message=message, seconds=0.02, extras=extras,
+                  signature=signature_of(message) if failing else "", fault="model" if failing else "")
+
+
+def _same(model_type: str, model_class: str):
+    return _weights(model_type, "same", f"{model_class}: {SAVED_UNDER} (max abs diff 0; {TOLERANCE})")
+
+
+def _unknown_type(model_type: str):
+    """What this transformers raises for a type it does not have, classified as the build check does."""
+    import transformers
+
+    from auditor.core.classifier import Phase, classify
+
+    try:
+        transformers.AutoConfig.for_model(model_type)
+    except ValueError as exc:
+        return classify(exc, Phase.CONFIG)
+    raise AssertionError(f"{model_type} is a model type of this transformers")
+
+
+@pytest.fixture
+def upgrade(tmp_path):
+    """BASE (4.57.6) and NEW (5.25.0): doge's outputs differ now; mega is a type 5.25.0 removed
+    (its build cannot make its config, its weights row says type-removed); olmo3 differs on both
+    sides, by other numbers (one signature: no change)."""
+    from auditor.core.results import Result
+
+    olmo3 = "every key loaded, but the outputs differ from those saved under transformers 4.57.6: " \
+            "max abs diff {}, max rel diff {} ({})"
+    gone = _unknown_type("mega")
+    base = write_run(tmp_path / "base", [
+        result("doge", "build"), _same("doge", "DogeForCausalLM"),
+        result("mega", "build"), _same("mega", "MegaForCausalLM"),
+        result("olmo3", "build"), _weights("olmo3", "different-outputs", olmo3.format(0.089, 12.5, TOLERANCE)),
+    ], checks=("build", "weights"), transformers="4.57.6")
+    new = write_run(tmp_path / "new", [
+        result("doge", "build"), _weights("doge", "different-outputs", DOGE, max_abs_diff=0.578, max_rel_diff=32700.0),
+        Result.failed("mega", "build", gone),
+        _weights("mega", "type-removed", f"mega is not a model type here: {gone.message}"),
+        result("olmo3", "build"), _weights("olmo3", "different-outputs", olmo3.format(0.091, 13.1, TOLERANCE)),
+    ], checks=("build", "weights"), transformers="5.25.0")
+    return base, new
+
+
+def test_a_finding_shows_its_own_message_whole_and_is_grouped_by_its_signature(upgrade, capsys):
+    base, new = upgrade
+    diff = diff_runs(read_run(base), read_run(new))
+    doge = next(c for c in diff.regressions if c.model_type == "doge")
+    assert (doge.column, doge.after) == ("weights", "different-outputs")
+    assert "max abs diff N" in doge.after_signature  # what the diff groups by
+    assert doge.explanation == (DOGE,)  # what it shows
+    assert diff.changed == ()  # olmo3: other numbers, one signature
+    markdown = render_diff_markdown(diff)
+    assert f"| doge | weights | same | different-outputs | {DOGE} |" in markdown
+    assert "max abs diff N" not in markdown
+    assert _diff(str(base), str(new), "-o", str(base.parent / "out")) == 1  # the terminal, as upgrade-check prints it
+    out = capsys.readouterr().out
+    assert f"same -> different-outputs  {DOGE}\n" in out  # the Regressions section
+    assert f"  new: doge weights: same -> different-outputs: {DOGE} (fault: model)" in out  # the changes' lines
+    assert "max abs diff N" not in out
+    assert f"{DOGE} |" in (base.parent / "out" / "diff.md").read_text()
+
