@@ -9,7 +9,10 @@ Every output that says what changed (the end of a sweep, summary.md, report.html
 * per cell (the one cell rule, auditor.core.outcome): new findings, fixed and flaky cells. A cell
   that belongs to a type's verdict change (the gate that now stops the type, a gate the stop
   leaves "not reached") is part of that type's one change, never a change of its own, and a new
-  type's cells are the new type's.
+  type's cells are the new type's;
+* per type: new types, and removed ones (`removed_types`), a removed type's cells being the
+  removed type's, never findings of their own (a build that cannot make its config, a weights
+  row that says `type-removed`: one per check, one removal).
 
 Each change carries its fault, its cause (what it is grouped by), its own message (what it shows,
 auditor.report.causes.finding_text), the config drift that explains it where the runs have
@@ -24,6 +27,7 @@ from dataclasses import dataclass
 from auditor.core.outcome import Outcome
 from auditor.core.repro import sweep_command
 from auditor.core.results import Run, RunInfo
+from auditor.core.status import Status
 from auditor.report.causes import NOT_REACHED, cause_of, finding_text
 from auditor.report.drift import Drift, config_drift
 from auditor.report.matrix import build_matrix, run_name
@@ -124,7 +128,7 @@ class Changes:
     fixed: tuple[CellNote, ...]
     flaky: tuple[CellNote, ...]
     new_types: tuple[str, ...] = ()
-    removed_types: tuple[str, ...] = ()
+    removed_types: tuple[str, ...] = ()  # each once (removed_types()), its cells no findings of their own
     folded: int = 0  # cells counted as part of a type's verdict change
     failing_new_types: tuple[str, ...] = ()  # of new_types, those with a finding
 
@@ -161,7 +165,9 @@ def changes(base: Run, new: Run, drift: Drift | None = None) -> Changes:
     caller has it already (auditor.report.diff does)."""
     drift = config_drift(base, new) if drift is None else drift
     before, after = _cells(base), _cells(new)
-    engines = tuple(_engine_changes(base, new, drift, before, after))
+    removed = removed_types(before, after)
+    gone = set(removed)
+    engines = tuple(_engine_changes(base, new, drift, before, after, gone))
     folded_cells = {(c.model_type, column) for e in engines for c in e.type_changes
                     for column in c.folded}
     base_types, new_types = {m for m, _ in before}, {m for m, _ in after}
@@ -172,6 +178,8 @@ def changes(base: Run, new: Run, drift: Drift | None = None) -> Changes:
         if key[0] not in base_types:  # a new type's cells are the new type's
             failing_new.update((key[0],) if cell.outcome is Outcome.FINDING else ())
             continue
+        if key[0] in gone:  # and a removed type's, the removed type's
+            continue
         kind = _kind(before.get(key), cell)
         if kind and key in folded_cells:
             folded += 1
@@ -179,8 +187,16 @@ def changes(base: Run, new: Run, drift: Drift | None = None) -> Changes:
             notes[kind].append(_note(key, before.get(key), cell, new.info, drift))
     return Changes(run_name(base), run_name(new), environment_changes(base.info, new.info), engines,
                    tuple(notes["new"]), tuple(notes["fixed"]), tuple(notes["flaky"]),
-                   tuple(sorted(new_types - base_types)), tuple(sorted(base_types - new_types)), folded,
-                   tuple(sorted(failing_new)))
+                   tuple(sorted(new_types - base_types)), removed, folded, tuple(sorted(failing_new)))
+
+
+def removed_types(before: dict, after: dict) -> tuple[str, ...]:
+    """The types the new release removed, from two runs' cells ((type, column) -> Cell): the
+    base's types that the new run has no cell of, or a row of which says `type-removed` (the
+    weights check, loading what the base saved, finds no such type)."""
+    base_types, new_types = {m for m, _ in before}, {m for m, _ in after}
+    said = {m for (m, _), cell in after.items() if any(r.status is Status.TYPE_REMOVED for r in cell.results)}
+    return tuple(sorted((base_types - new_types) | (base_types & said)))
 
 
 def environment_changes(before: RunInfo, after: RunInfo) -> tuple[str, ...]:
@@ -230,13 +246,14 @@ def _not_reached(cell) -> bool:
     return cell is not None and cell.result.message.startswith(NOT_REACHED)
 
 
-def _engine_changes(base: Run, new: Run, drift: Drift, base_cells: dict, new_cells: dict):
+def _engine_changes(base: Run, new: Run, drift: Drift, base_cells: dict, new_cells: dict, removed: set[str]):
     before = _by_engine(verdicts([base]))
     after = _by_engine(verdicts([new]))
     for engine in new.info.engines:
         b, a = before.get(engine.name, {}), after.get(engine.name, {})
         if not a and not b:
             continue  # no verdicts of it (a sweep without the backend check): nothing to say of it
+        a = {t: verdict for t, verdict in a.items() if t not in removed}  # a removed type: removed, not lost
         groups: dict[str, list[TypeChange]] = {"lost": [], "gained": [], "moved": [], "undecided": []}
         for model_type in sorted(b.keys() & a.keys()):
             kind = _verdict_kind(b[model_type], a[model_type])

@@ -13,8 +13,10 @@ changed with it are folded into it. Two runs under two releases of one engine (`
 --engine vllm==0.33.0` beside vLLM 0.34.0) differ there first: a verdict is several cells, and a
 cell that passes on both sides (a serves row that constructs another class) is no cell change.
 
-Cells are matched, and changes grouped, by their signatures; what a change shows is each row's
-own message (auditor.report.causes.finding_text).
+A type the new release removed (auditor.report.changes.removed_types) counts once, as removed,
+like a type the new run lacks: its cells (a build that cannot make its config, a weights row
+that says `type-removed`) are no regressions of their own. Cells are matched, and changes grouped,
+by their signatures; what a change shows is each row's own message (auditor.report.causes.finding_text).
 """
 
 from __future__ import annotations
@@ -117,7 +119,7 @@ class RunDiff:
     fixes: tuple[CellChange, ...]
     changed: tuple[CellChange, ...]  # failing on both sides, with another status or signature
     added_types: tuple[str, ...]
-    removed_types: tuple[str, ...]
+    removed_types: tuple[str, ...]  # the base's types the new run lacks or says the release removed
     added_columns: tuple[str, ...]
     removed_columns: tuple[str, ...]
     added_cells: tuple[CellChange, ...]  # in a model type and column both runs have
@@ -163,7 +165,9 @@ def diff_runs(base: Run, new: Run, allow: AllowList = AllowList(), expected: Bas
               if cell.outcome in (Outcome.FLAKY, Outcome.EXPECTED)}
     types_before, types_after = {m for m, _ in before}, {m for m, _ in after}
     columns_before, columns_after = {c for _, c in before}, {c for _, c in after}
-    common_types, common_columns = types_before & types_after, columns_before & columns_after
+    # A removed type counts once, as removed: none of its cells is compared.
+    common_types = (types_before & types_after) - set(found.removed_types)
+    common_columns = columns_before & columns_after
 
     regressions, fixes, changed, added, removed = [], [], [], [], []
     unchanged = 0
@@ -192,7 +196,7 @@ def diff_runs(base: Run, new: Run, allow: AllowList = AllowList(), expected: Bas
         base=side(base), new=side(new),
         regressions=tuple(regressions), fixes=tuple(fixes), changed=tuple(changed),
         added_types=tuple(sorted(types_after - types_before)),
-        removed_types=tuple(sorted(types_before - types_after)),
+        removed_types=found.removed_types,
         added_columns=tuple(sorted(columns_after - columns_before, key=column_order)),
         removed_columns=tuple(sorted(columns_before - columns_after, key=column_order)),
         added_cells=tuple(added), removed_cells=tuple(removed),

@@ -11,7 +11,7 @@ import pytest
 
 from auditor.cli import main
 from auditor.core.results import read_run
-from auditor.report.diff import AllowList, AllowListError, diff_runs, parse_allow_list
+from auditor.report.diff import AllowList, AllowListError, diff_runs, parse_allow_list, summary_line
 from auditor.report.diff_render import render_diff_html, render_diff_markdown, render_diff_text
 from tests.report.helpers import result, run_info, write_run
 
@@ -325,3 +325,44 @@ def test_a_finding_shows_its_own_message_whole_and_is_grouped_by_its_signature(u
     assert "max abs diff N" not in out
     assert f"{DOGE} |" in (base.parent / "out" / "diff.md").read_text()
 
+
+def test_a_type_the_new_release_removed_counts_once_as_removed(upgrade, capsys):
+    base, new = upgrade
+    diff = diff_runs(read_run(base), read_run(new))
+    assert [(c.model_type, c.column) for c in diff.regressions] == [("doge", "weights")]  # not mega's build and weights
+    assert diff.removed_types == ("mega",) and diff.added_types == ()
+    assert [c.model_type for c in diff.changes.new_findings] == ["doge"]
+    assert diff.changes.removed_types == ("mega",)
+    assert summary_line(diff).startswith("1 regression, 0 fixes, 0 changed failures, 0 model types added, 1 removed")
+    markdown = render_diff_markdown(diff)
+    assert "## Regressions (1)" in markdown and "## Model types removed (1)\n\nmega" in markdown
+    assert "| mega |" not in markdown
+    assert _diff(str(base), str(new), "-o", str(base.parent / "out")) == 1  # doge's finding, not mega
+    out = capsys.readouterr().out
+    assert "1 new finding, 0 fixed, 0 flaky; 0 new types (0 with findings), 1 removed" in out
+    assert "Regressions (1):" in out and "Model types removed (1): mega" in out
+    assert "  mega " not in out
+
+
+def test_an_engine_does_not_lose_a_type_the_release_removed(tmp_path):
+    """Serves rows of one vLLM under 4.57.6 and 5.25.0: mega served, then unsupported because 5.25.0
+    has no such type (its weights row says so): removed, for the engine too, not lost."""
+    from auditor import engines
+    from auditor.core.results import Result
+    from auditor.core.status import Status
+
+    gone = _unknown_type("mega")
+    record = engines.get("vllm").record()
+    base = read_run(write_run(tmp_path / "a", [
+        Result("mega", "serves", Status.BUILD, component="vllm", message="servable: Transformers backend",
+               extras={"impl": "Transformers backend"}),
+        _same("mega", "MegaForCausalLM")], checks=("serves", "weights"), engines=(record,), transformers="4.57.6"))
+    new = read_run(write_run(tmp_path / "b", [
+        Result("mega", "serves", Status.UNSUPPORTED, component="vllm", message=gone.message, signature=gone.signature,
+               fault="model"),
+        _weights("mega", "type-removed", f"mega is not a model type here: {gone.message}")],
+        checks=("serves", "weights"), engines=(record,), transformers="5.25.0"))
+    diff = diff_runs(base, new)
+    vllm = diff.changes.engine("vllm")
+    assert vllm.lost == () and vllm.removed_types == ("mega",)
+    assert diff.removed_types == ("mega",) and diff.regressions == () and not diff.failing()
