@@ -28,6 +28,13 @@ def get(name: str) -> Check:
         raise ValueError(f"unknown check {name!r}; available: {', '.join(_REGISTRY)}") from None
 
 
+def across_releases(names) -> list[str]:
+    """Those of the checks `names` that save under one release and compare under another
+    (weights, tokenizer): upgrade-check's base side and bisect's good end save for them
+    (--weights-save), every other side loads (--weights-from)."""
+    return [name for name in names if get(name).across_releases]
+
+
 def model_runners(names) -> list[str]:
     """Those of the checks `names` that build real models on --device (the tiny and compile
     checks): what decides the default device and which Ray tasks ask for GPUs."""
@@ -35,7 +42,7 @@ def model_runners(names) -> list[str]:
 
 
 _BUILTIN = tuple(f"auditor.checks.{module}" for module in
-                 ("backend", "build", "compile", "decorate", "engine_config", "pickling", "serves", "tiny", "weights"))
+                 ("backend", "build", "compile", "decorate", "engine_config", "pickling", "serves", "tiny", "weights", "tokenizer"))
 
 
 def _load_builtin() -> None:
@@ -48,8 +55,9 @@ def _load_builtin() -> None:
         pickling,
         serves,
         tiny,
+        tokenizer,
         weights,
     )
 
 
-__all__ = ["CaseContext", "Check", "Options", "available", "get", "model_runners", "register"]
+__all__ = ["CaseContext", "Check", "Options", "across_releases", "available", "get", "model_runners", "register"]

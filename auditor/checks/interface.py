@@ -48,9 +48,10 @@ class Options:
     # or why it did not start (auditor.remote.ray_trip.LocalCluster);
     # empty: a worker starts a cluster of its own when it needs one.
     ray_cluster: str = ""
-    # The weights check: where it saves each type's tiny checkpoint and outputs (WEIGHTS_SAVE/TYPE;
-    # empty: a temporary folder, gone after the type), and the folder of another run's saved
-    # checkpoints it loads and compares instead (an older release's: upgrade-check's base side).
+    # The checks across releases (weights, tokenizer): where they save each type's tiny checkpoint
+    # and outputs, and its tokenizers (WEIGHTS_SAVE/TYPE; empty: a temporary folder, gone after
+    # the type), and the folder of another run's saves they load and compare instead (an older
+    # release's: upgrade-check's base side).
     weights_save: str = ""
     weights_from: str = ""
 
@@ -70,6 +71,8 @@ class Check(abc.ABC):
     requires: tuple[str, ...] = ()
     # Whether it builds real models on --device (cpu or cuda) rather than on the meta device.
     runs_models: bool = False
+    # Whether it saves under one release and compares under another (Options.weights_save/_from).
+    across_releases: bool = False
 
     def start(self, options: Options) -> None:  # noqa: B027  (optional, not abstract)
         """Called once in each pool worker before it reports ready, for what the check keeps

@@ -58,6 +58,7 @@ def loaders() -> tuple:
 class WeightsCheck(Check):
     name = "weights"
     runs_models = True
+    across_releases = True
 
     def failed_rows(self, case: ModelCase, options: Options, failure: Failure) -> list[Result]:
         """The cells `run` fills: transformers' row and one per installed engine loader."""

@@ -58,6 +58,13 @@ class Status(str, Enum):
     TYPE_REMOVED = "type-removed"
     LOAD_ERROR = "load-error"
     FORWARD_ERROR = "forward-error"
+    # Outcomes of the tokenizer check (auditor/checks/tokenizer.py): a tokenizer saved by one
+    # release and loaded by another (same, load-error and type-removed are shared with weights).
+    DIFFERENT_IDS = "different-ids"
+    DIFFERENT_DECODE = "different-decode"
+    DIFFERENT_TEMPLATE = "different-template"
+    CLASS_REMOVED = "class-removed"
+    NEEDS_PACKAGE = "needs-package"
 
     def __str__(self) -> str:
         return self.value
@@ -112,12 +119,20 @@ DESCRIPTIONS: dict[Status, str] = {
     Status.TYPE_REMOVED: "weights check: this release no longer has the saved model type or its class",
     Status.LOAD_ERROR: "weights check: `from_pretrained` (or the header mapping) raised",
     Status.FORWARD_ERROR: "weights check: the loaded model's forward on the saved input raised",
+    Status.DIFFERENT_IDS: "tokenizer check: the saved tokenizer gives other ids, tokens or offsets on the corpus (or other "
+                          "special-token ids, another padding side); one example on the row",
+    Status.DIFFERENT_DECODE: "tokenizer check: the same ids, but decoding them gives other text",
+    Status.DIFFERENT_TEMPLATE: "tokenizer check: ids and decode agree, but the chat template renders another prompt "
+                               "or other ids",
+    Status.CLASS_REMOVED: "tokenizer check: this release no longer has the saved tokenizer class",
+    Status.NEEDS_PACKAGE: "tokenizer check: loading the saved files needs a package this machine lacks "
+                          "(sentencepiece, protobuf, tiktoken: named on the row, whatever transformers said)",
 }
 
 # The machine's fault, not the model's and not the phase's: kept whatever phase raised them
 # (a missing package is not a graph break), and no other tiny size would help.
 ENVIRONMENTAL = frozenset({Status.OOM, Status.MISSING_DEPENDENCY, Status.NEEDS_HUB, Status.UNDECIDED,
-                           Status.DEVICE_ERROR})
+                           Status.DEVICE_ERROR, Status.NEEDS_PACKAGE})
 
 # Whose fault a row of each status is, where nothing more is known (a death row, a row written
 # without an exception): the start of the one fault rule, which `classify` refines from the
@@ -138,6 +153,8 @@ DEFAULT_FAULT: dict[Status, Fault] = {
     Status.SAME: Fault.NONE, Status.LOADED: Fault.NONE,
     Status.DIFFERENT_OUTPUTS: Fault.MODEL, Status.KEYS: Fault.MODEL, Status.CONFIG_REFUSED: Fault.MODEL,
     Status.TYPE_REMOVED: Fault.MODEL, Status.LOAD_ERROR: Fault.MODEL, Status.FORWARD_ERROR: Fault.MODEL,
+    Status.DIFFERENT_IDS: Fault.MODEL, Status.DIFFERENT_DECODE: Fault.MODEL, Status.DIFFERENT_TEMPLATE: Fault.MODEL,
+    Status.CLASS_REMOVED: Fault.MODEL, Status.NEEDS_PACKAGE: Fault.ENVIRONMENT,
 }
 
 

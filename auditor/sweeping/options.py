@@ -132,13 +132,15 @@ OPTIONS: tuple[Option, ...] = (
                 f"engine's real decorator, needs the engine), external:MODULE:ATTR (default: {_POLICIES_TEXT})"),
     Option("weights_save", ("--weights-save",), Kind.PATH, group="checks", metavar="DIR", spelled=Spelled.GIVEN,
            sides=True,
-           help="the weights check keeps each type's saved tiny checkpoint, input and outputs in DIR/TYPE "
-                "(default: a temporary folder per type), for a later --weights-from"),
+           help="the weights and tokenizer checks keep each type's saved tiny checkpoint, input and outputs, "
+                "and its saved tokenizers, in DIR/TYPE (default: a temporary folder per type), for a later "
+                "--weights-from"),
     Option("weights_from", ("--weights-from",), Kind.PATH, group="checks", metavar="DIR",
            experiment="weights compared with", spelled=Spelled.GIVEN, sides=True,
-           help="the weights check loads the checkpoints another run saved with --weights-save (an older "
-                "transformers: upgrade-check's base side) and compares their outputs with the saved ones, "
-                "instead of saving its own; a type saved there that this release lacks is type-removed"),
+           help="the weights and tokenizer checks load the checkpoints and tokenizers another run saved with "
+                "--weights-save (an older transformers: upgrade-check's base side) and compare their outputs "
+                "and ids with the saved ones, instead of saving their own; a type saved there that this "
+                "release lacks is type-removed"),
     Option("device", ("--device",), Kind.TEXT, group="checks", choices=("meta", "cpu", "cuda"),
            experiment="device", spelled=Spelled.ALWAYS,
            help="where the checks that run models (tiny, compile) build them; build and decorate "

@@ -318,18 +318,25 @@ def checkpoint_cases(directories: Sequence[str]):
 
 
 def saved_types(weights_from: Path | None) -> list[str]:
-    """The model types another run saved for the weights check in --weights-from."""
+    """The model types another run saved for the checks across releases in --weights-from (a
+    checkpoint, a tokenizer)."""
+    from auditor.checks.tokenizer import RECORD
     from auditor.checks.weights import REFERENCE_INFO
 
     if weights_from is None:
         return []
-    return sorted(path.parent.name for path in Path(weights_from).glob(f"*/{REFERENCE_INFO}"))
+    folder = Path(weights_from)
+    return sorted({path.parent.name for path in folder.glob(f"*/{REFERENCE_INFO}")}
+                  | {path.parent.parent.name for path in folder.glob(f"*/*/{RECORD}")})
 
 
 def _check_weights(request: SweepRequest, checks: Sequence[str]) -> None:
+    from auditor.checks import across_releases
+
     save, load = BY_NAME["weights_save"].flag, BY_NAME["weights_from"].flag
-    if (request.weights_save or request.weights_from) and "weights" not in checks:
-        raise InputError(f"{save} and {load} are the weights check's: add it to {BY_NAME['checks'].flag}")
+    if (request.weights_save or request.weights_from) and not across_releases(checks):
+        raise InputError(f"{save} and {load} are the weights and tokenizer checks': add one to "
+                         f"{BY_NAME['checks'].flag}")
     if request.weights_save and request.weights_from:
         raise InputError(f"{save} and {load} contradict each other: a run either saves the checkpoints or "
                          "compares with those another run saved")

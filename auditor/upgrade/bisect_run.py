@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from auditor.checks import across_releases
 from auditor.core.errors import InputError, RunInterrupted
 from auditor.environments import releases, runner
 from auditor.environments.releases import ReleaseError
@@ -126,7 +127,7 @@ def bisect_probe(model_type: str, column: str = "", *, outdir: Path, checks: str
     sweep = [*only_type(cell.model_type),
              *sweep_flags(checks=chosen, policies=chosen_policies, jobs=jobs, timeout=timeout)]
     return Probe(cell, tuple(sweep), outdir, _step_options(jobs, timeout, checks, policies, engines), setup,
-                 weights="weights" in chosen.split(","))
+                 weights=bool(across_releases(chosen.split(","))))
 
 
 def _step_options(jobs: int, timeout: float | None, checks: str | None, policies: str | None,

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from auditor.checks import across_releases
 from auditor.core.errors import InputError, RunInterrupted
 from auditor.core.results import Run
 from auditor.environments import runner
@@ -83,7 +84,7 @@ def plan_check(base: str, new: str, *, models: Sequence[str] = (), exclude: Sequ
                               checkpoints=checkpoints),
             resume=resume, envdir=setup.home, env=setup.env,
             engines=setup.engine_labels, new_engines=new_setup.engine_labels, new_env=new_setup.env,
-            weights="weights" in [name.strip() for name in checks.split(",")],
+            weights=bool(across_releases([name.strip() for name in checks.split(",")])),
         )
     except UpgradeSpecError as exc:
         raise InputError(str(exc)) from None

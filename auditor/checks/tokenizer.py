@@ -1,0 +1,341 @@
+"""The `tokenizer` check: does a tokenizer saved by one release give the same ids under another.
+
+For a model type, each of its tokenizer classes in transformers' tokenizer mapping (under v4 the
+fast class and the slow one, under v5 its one class) is given a tiny vocabulary made offline in
+the files the class reads (auditor.models.vocabularies), one added special token, one added plain
+token and a chat template, then saved with its own `save_pretrained` beside the record of what it
+gives on a fixed corpus (auditor.models.tokenization). The saved folder is then loaded with
+`AutoTokenizer` (what a user's code calls) and with the class by name, and both are run on the
+corpus again and compared with the record.
+
+Alone, both happen under this transformers; with `--weights-save DIR` the saved tokenizers stay
+in DIR/TYPE/tokenizer (and DIR/TYPE/tokenizer-slow); with `--weights-from DIR` nothing is saved:
+another release's saves are loaded here (upgrade-check's new side, a bisect step).
+
+Rows: `tokenizer` (the class AutoTokenizer defaults to: the fast one where there is one) and
+`tokenizer/slow` (v4's slow class beside a fast one). Verdicts: same, different-ids,
+different-decode, different-template, load-error, class-removed, needs-package (the package named,
+whatever transformers said), type-removed; each with one example (the text, before, after), and
+what raised with its file:line. A `--checkpoint DIR` gets the same on its own tokenizer files and
+chat template: the record is made and compared within this release, and saved beside nothing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import importlib.util
+import json
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+from auditor.checks import Options, register
+from auditor.checks.interface import CaseContext, Check
+from auditor.core.classifier import Phase, classify
+from auditor.core.messages import signature_of
+from auditor.core.results import Result
+from auditor.core.status import Failure, Status
+from auditor.models.cases import ModelCase
+
+RECORD = "auditor-tokenizer.json"  # beside the saved files: the class, the release, the record
+FOLDERS = {"": "tokenizer", "slow": "tokenizer-slow"}  # row component -> folder under DIR/TYPE
+CHECKPOINTS = "checkpoints"  # DIR/checkpoints/NAME/tokenizer: the record of a --checkpoint's own tokenizer
+# What a load needs that a machine may lack, by the files of the save: transformers' own message
+# then names another package (a slow save without sentencepiece "needs tiktoken").
+PACKAGES = (("sentencepiece", "sentencepiece", (".model", ".spm")),
+            ("protobuf", "google.protobuf", (".model", ".spm")),
+            ("tiktoken", "tiktoken", (".tiktoken",)))
+ORDER = (Status.DIFFERENT_IDS, Status.DIFFERENT_DECODE, Status.DIFFERENT_TEMPLATE)
+KIND_STATUS = {"ids": Status.DIFFERENT_IDS, "decode": Status.DIFFERENT_DECODE, "template": Status.DIFFERENT_TEMPLATE}
+
+
+def tokenizer_classes(model_type: str) -> dict[str, str]:
+    """{row component: class name} of `model_type` in this release's tokenizer mapping: "" for the
+    class AutoTokenizer defaults to, "slow" for v4's slow class beside a fast one."""
+    from transformers.models.auto.tokenization_auto import TOKENIZER_MAPPING_NAMES
+
+    entry = TOKENIZER_MAPPING_NAMES.get(model_type) or _module_class(model_type)
+    if isinstance(entry, (tuple, list)):  # v4: (slow, fast)
+        slow, fast = (tuple(entry) + (None, None))[:2]
+        if fast and slow:
+            return {"": fast, "slow": slow}
+        return {"": fast or slow} if (fast or slow) else {}
+    return {"": entry} if entry else {}
+
+
+def _module_class(model_type: str) -> str | None:
+    """The one tokenizer class the type's own module defines, for a type v5's mapping leaves out
+    (llama: AutoTokenizer reads the class from the saved tokenizer_config.json)."""
+    import importlib
+
+    from transformers.models.auto.configuration_auto import model_type_to_module_name
+
+    module = model_type_to_module_name(model_type)
+    try:
+        found = importlib.import_module(f"transformers.models.{module}.tokenization_{module}")
+    except Exception:
+        return None
+    names = [name for name, value in vars(found).items()
+             if isinstance(value, type) and name.endswith("Tokenizer") and value.__module__ == found.__name__]
+    return names[0] if len(names) == 1 else None
+
+
+@register
+class TokenizerCheck(Check):
+    name = "tokenizer"
+    across_releases = True
+
+    def failed_rows(self, case: ModelCase, options: Options, failure: Failure) -> list[Result]:
+        return [Result.failed(case.model_type, self.name, failure)]
+
+    def run(self, case: ModelCase, context: CaseContext) -> Iterator[Result]:
+        options = context.options
+        if case.checkpoint:
+            yield self._checkpoint(case, options)
+            return
+        if options.weights_from:
+            saved = Path(options.weights_from) / case.model_type
+            found = [c for c, folder in FOLDERS.items() if (saved / folder / RECORD).is_file()]
+            if not found:
+                start = time.perf_counter()
+                why = ("this type saved no tokenizer there" if saved.is_dir()
+                       else "no tokenizer saved for this type in " + str(options.weights_from))
+                yield self._row(case, "", (Status.SKIPPED, why, {}), start)
+            for component in found:
+                start = time.perf_counter()
+                yield self._row(case, component, compare(saved / FOLDERS[component]), start)
+            return
+        classes = tokenizer_classes(case.model_type)
+        if not classes:
+            yield Result(case.model_type, self.name, Status.SKIPPED,
+                         message="no tokenizer class in this release's tokenizer mapping")
+            return
+        for component, class_name in classes.items():
+            start = time.perf_counter()
+            with _folder(options.weights_save, case.model_type, FOLDERS[component]) as folder:
+                yield self._row(case, component, save(class_name, folder, case.model_type), start)
+
+    def _row(self, case: ModelCase, component: str, outcome, start: float) -> Result:
+        seconds = time.perf_counter() - start
+        if isinstance(outcome, Failure):
+            return Result.failed(case.model_type, self.name, outcome, component=component, seconds=seconds)
+        status, message, extras = outcome
+        return Result(case.model_type, self.name, status, component=component, message=message,
+                      signature="" if status.ok or status is Status.SKIPPED else signature_of(message),
+                      seconds=seconds, extras=extras)
+
+    def _checkpoint(self, case: ModelCase, options: Options) -> Result:
+        """A user's tokenizer: its own files and chat template, loaded with AutoTokenizer and
+        recorded. Alone (or saving, on upgrade-check's base side): saved by this release and
+        loaded back (does it read what it writes); with --weights-from: the same files loaded by
+        this release, compared with the record the other release made of them."""
+        start = time.perf_counter()
+        source = Path(case.checkpoint)
+        name = Path(CHECKPOINTS, *case.model_type.split("/"))
+        if options.weights_from:
+            return self._row(case, "", compare(Path(options.weights_from) / name / FOLDERS[""], source), start)
+        with _folder(options.weights_save, str(name), FOLDERS[""]) as folder:
+            return self._row(case, "", save_existing(source, folder), start)
+
+
+@contextlib.contextmanager
+def _folder(save_root: str, model_type: str, name: str):
+    if save_root:
+        folder = Path(save_root) / model_type / name
+        folder.mkdir(parents=True, exist_ok=True)
+        yield folder
+        return
+    with tempfile.TemporaryDirectory(prefix="auditor-tokenizer-") as tmp:
+        yield Path(tmp)
+
+
+def save(class_name: str, folder: Path, model_type: str):
+    """Tokenizer class `class_name` on its tiny vocabulary, saved into `folder` with the records
+    of the corpus; the outcome of its round trip in this release, or of what stopped it (the class
+    missing, a file no tiny vocabulary is made in, what making it raised)."""
+    import transformers
+
+    from auditor.models.tokenization import made_tokenizer
+    from auditor.models.vocabularies import VocabularyError
+
+    cls = getattr(transformers, class_name, None)
+    if cls is None:
+        return Status.SKIPPED, f"{class_name} is in the tokenizer mapping but not importable here", {}
+    try:
+        with tempfile.TemporaryDirectory(prefix="auditor-vocab-") as tmp, _quiet():
+            tokenizer = made_tokenizer(cls, Path(tmp))
+    except VocabularyError as exc:
+        return Status.SKIPPED, f"no tiny vocabulary: {exc}", {"class": class_name}
+    except Exception as exc:
+        return _load_failure(exc, folder, f"{class_name} on its tiny vocabulary: ", {"class": class_name})
+    return _write(tokenizer, folder, {"model_type": model_type, "class": class_name})
+
+
+def save_existing(source: Path, folder: Path):
+    """A user's tokenizer in `source` loaded with AutoTokenizer and recorded into `folder` (with
+    this release's save of it); the outcome of its round trip in this release."""
+    from transformers import AutoTokenizer
+
+    try:
+        with _quiet():
+            tokenizer = AutoTokenizer.from_pretrained(str(source), local_files_only=True)
+    except Exception as exc:
+        return _load_failure(exc, source, f"AutoTokenizer on {source}: ", {})
+    return _write(tokenizer, folder, {"model_type": source.name, "class": type(tokenizer).__name__,
+                                      "source": str(source)}, loads_from=source)
+
+
+def _write(tokenizer, folder: Path, info: dict, loads_from: Path | None = None):
+    """Save `tokenizer` into `folder` with three records: of the instance, and of what this
+    release's AutoTokenizer and the class by name load from the save (or from `loads_from`, a
+    user's own files): another release compares its loads with the last two. Returns the round
+    trip's outcome: the class by name, loaded from the save, against the instance."""
+    import transformers
+
+    from auditor.models.tokenization import observe
+
+    extras = {"class": info["class"]}
+    try:
+        record = observe(tokenizer)
+        with _quiet():
+            tokenizer.save_pretrained(str(folder))
+    except Exception as exc:
+        return _load_failure(exc, folder, f"{info['class']}.save_pretrained: ", extras)
+    loaded = {how: _loaded(how, info["class"], loads_from or folder) for how in LOADS}
+    info = {**info, "transformers": transformers.__version__, "record": record,
+            **{how: observe(found) if not isinstance(found, BaseException) else {"error": repr(found)[:300]}
+               for how, found in loaded.items()}}
+    (folder / RECORD).write_text(json.dumps(info, ensure_ascii=False, indent=1), encoding="utf-8")
+    named = loaded["named"]
+    if isinstance(named, BaseException):
+        return _load_failure(named, folder, f"{info['class']}.from_pretrained on its own save: ", extras)
+    return _verdict(record, info["named"], f"{info['class']} saved and loaded again by this release",
+                    {**extras, "saved_by": info["transformers"]})
+
+
+LOADS = ("auto", "named")  # AutoTokenizer, and the saved class by name
+
+
+def _loaded(how: str, class_name: str, folder: Path):
+    """The tokenizer `how` loads from `folder` here, or the exception it raised."""
+    import transformers
+    from transformers import AutoTokenizer
+
+    try:
+        with _quiet():
+            if how == "auto":
+                return AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
+            return getattr(transformers, class_name).from_pretrained(str(folder), local_files_only=True)
+    except Exception as exc:
+        return exc
+
+
+def compare(folder: Path, source: Path | None = None):
+    """What another release saved in `folder` (or the user's files in `source`, which that
+    release recorded there) loaded here with AutoTokenizer and with the class by name, each
+    compared with what the saving release's same load gave: a (status, message, extras) outcome
+    or a Failure."""
+    import transformers
+
+    path = folder / RECORD
+    if not path.is_file():
+        return Status.SKIPPED, f"no tokenizer saved in {folder}", {}
+    info = json.loads(path.read_text(encoding="utf-8"))
+    saved_class, files = info["class"], source or folder
+    extras = {"class": saved_class, "saved_by": info["transformers"]}
+    auto = _loaded("auto", saved_class, files)
+    if isinstance(auto, BaseException):
+        if not hasattr(transformers, saved_class):
+            failure = _load_failure(auto, files, f"{saved_class} is not in this release, and AutoTokenizer "
+                                                 "fails on its save: ", extras)
+            if failure.status is Status.LOAD_ERROR:
+                return dataclasses.replace(failure, status=Status.CLASS_REMOVED)
+            return failure
+        return _load_failure(auto, files, f"AutoTokenizer on what {saved_class} saved: ", extras)
+    found = _compared(info, "auto", auto, "AutoTokenizer", extras)
+    if not hasattr(transformers, saved_class):
+        if found[0] is Status.SAME:
+            return (Status.CLASS_REMOVED, f"{saved_class} is not in this release (AutoTokenizer loads its save as "
+                                          f"{type(auto).__name__}, with the same ids)", found[2])
+        return found
+    if found[0] is not Status.SAME:
+        return found
+    named = _loaded("named", saved_class, files)
+    if isinstance(named, BaseException):
+        return _load_failure(named, files, f"{saved_class}.from_pretrained (AutoTokenizer loads it): ", extras)
+    return _compared(info, "named", named, f"{saved_class}.from_pretrained", extras)
+
+
+def _compared(info: dict, how: str, tokenizer, said: str, extras: dict):
+    """`tokenizer` (loaded here `how`) against the saving release's record of the same load (of
+    the instance it saved, where that load raised there)."""
+    from auditor.models.tokenization import observe
+
+    before = info.get(how) if "texts" in info.get(how, {}) else info["record"]
+    return _verdict(before, observe(tokenizer), f"{said} on {info['class']} saved by transformers "
+                                                f"{info['transformers']}",
+                    {**extras, "loaded_as": type(tokenizer).__name__})
+
+
+def _verdict(before: dict, after: dict, what: str, extras: dict):
+    from auditor.models.tokenization import differences
+
+    found = differences(before, after)
+    if not found:
+        return Status.SAME, f"{what}: the same ids, decode and chat template", dict(extras)
+    first = found[0]
+    extras = {**extras, "differs": [d.kind for d in found], "field": first.field, "text": first.text,
+              "before": first.before, "after": first.after, "texts_differing": first.count}
+    also = "".join(f"; {d.field} differ too" for d in found[1:])
+    return KIND_STATUS[first.kind], f"{what}: {first.describe()}{also}", extras
+
+
+def _load_failure(exc: BaseException, folder: Path, prefix: str, extras: dict) -> Failure:
+    """What a load (or making the tokenizer) raised: needs-package where the folder's files need
+    a package this machine lacks; the classifier's verdict where it knows better (the auditor's
+    own bug, another missing package); else load-error, with where it was raised."""
+    missing = _missing_package(folder)
+    failure = classify(exc, Phase.BUILD)
+    at = failure.extras.get("raised_at", "")
+    where = f" [raised at {at}]" if at else ""
+    if missing:
+        message = (f"needs {missing}: the saved files need it and it is not installed here (transformers "
+                   f"said: {failure.message}){where}")
+        return Failure(Status.NEEDS_PACKAGE, message, signature_of(f"needs {missing}"),
+                       extras={**failure.extras, **extras, "package": missing})
+    if failure.environmental or failure.status is Status.AUDITOR_ERROR:
+        return dataclasses.replace(failure, extras={**failure.extras, **extras})
+    return Failure(Status.LOAD_ERROR, f"{prefix}{failure.message}{where}", signature_of(failure.message),
+                   failure.fault, {**failure.extras, **extras})
+
+
+def _missing_package(folder: Path) -> str:
+    """The package the files in `folder` need that is not importable here ("" when none)."""
+    names = [p.name for p in folder.iterdir()] if folder.is_dir() else []
+    for package, module, suffixes in PACKAGES:
+        if any(name.endswith(suffixes) for name in names) and not _importable(module):
+            return package
+    return ""
+
+
+def _importable(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+@contextlib.contextmanager
+def _quiet():
+    """transformers' warnings while making and loading (legacy behaviour, unknown language
+    codes) go to its logger, not to the worker log: the row has what differs."""
+    from transformers.utils import logging
+
+    level = logging.get_verbosity()
+    logging.set_verbosity_error()
+    try:
+        yield
+    finally:
+        logging.set_verbosity(level)

@@ -1,0 +1,172 @@
+"""What a tokenizer does with one fixed corpus, written down so that another release can compare.
+
+`made_tokenizer` gives a tokenizer class its tiny vocabulary (auditor.models.vocabularies), the
+added tokens (one special, one plain) and a chat template; `observe` runs the corpus through a
+tokenizer and records what a user's code reads back: ids, tokens, offsets (fast tokenizers),
+decode with and without special tokens, the special tokens' ids, the padding side, and the chat
+rendered by the template with its ids. `differences` compares two such records field by field, in
+the order a user meets them: ids first, then decode, then the template.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+SPECIAL_ADDED = "<|sep|>"
+PLAIN_ADDED = "<|plain|>"
+# A template of the ChatML shape every chat model's resembles: roles, a system turn, and the
+# generation prompt; rendered with the tokenizer's own `apply_chat_template`.
+CHAT_TEMPLATE = ("{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\n' + message['content']"
+                 " + '<|im_end|>' + '\n' }}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}"
+                 "{% endif %}")
+CHAT = ({"role": "system", "content": "You are terse."},
+        {"role": "user", "content": "Hello  world\nWhat is 12+30?"},
+        {"role": "assistant", "content": " 42 🤗"})
+# What breaks between releases: spaces (leading, double, trailing), newlines and tabs, digits,
+# non-Latin scripts, emoji and byte fallback, special tokens written in the text, a literal "<s>",
+# and the added tokens.
+CORPUS = (
+    "Hello world",
+    " Hello  world ",
+    "Hello  world\n\nbye\tnow\n",
+    "12345 3.14 2026-12-07",
+    "Привет мир こんにちは 你好",
+    "emoji 🤗🚀 café",
+    f"Hello {SPECIAL_ADDED} world",
+    "a literal <s> and </s> here",
+    f"plain{PLAIN_ADDED}token {PLAIN_ADDED} end",
+)
+SPECIAL_NAMES = ("bos_token", "eos_token", "unk_token", "sep_token", "pad_token", "cls_token", "mask_token")
+
+
+def made_tokenizer(cls, folder):
+    """An instance of tokenizer class `cls` on a tiny vocabulary written into `folder` (its
+    files, then `from_pretrained` on that folder: the class's own defaults), with the added
+    tokens and the chat template."""
+    from auditor.models.vocabularies import make_files
+
+    files = make_files(cls, folder)
+    tokenizer = cls.from_pretrained(str(folder)) if files else cls()
+    tokenizer.add_special_tokens({"additional_special_tokens": [SPECIAL_ADDED]})
+    tokenizer.add_tokens([PLAIN_ADDED])
+    tokenizer.chat_template = CHAT_TEMPLATE
+    return tokenizer
+
+
+def observe(tokenizer) -> dict:
+    """The record of `tokenizer` on the corpus (JSON-ready); the chat rendered with the
+    tokenizer's own template (a user's checkpoint's real one; CHAT_TEMPLATE on a made one)."""
+    fast = bool(getattr(tokenizer, "is_fast", False))
+    texts = []
+    for text in CORPUS:
+        entry = {"text": text}
+        try:
+            encoded = tokenizer(text, add_special_tokens=True, return_offsets_mapping=fast)
+            ids = list(encoded["input_ids"])
+            entry["ids"] = ids
+            entry["tokens"] = [str(t) for t in tokenizer.convert_ids_to_tokens(ids)]
+            if fast:
+                entry["offsets"] = [list(pair) for pair in encoded["offset_mapping"]]
+            entry["decode"] = tokenizer.decode(ids, skip_special_tokens=False)
+            entry["decode_skip"] = tokenizer.decode(ids, skip_special_tokens=True)
+        except Exception as exc:  # a text it cannot encode is what this release does with it
+            entry["error"] = f"{type(exc).__name__}: {exc}"[:300]
+        texts.append(entry)
+    specials = {}
+    for name in SPECIAL_NAMES:
+        token = getattr(tokenizer, name, None)
+        if token is not None:
+            specials[name] = [str(token), _id(tokenizer, str(token))]
+    specials["added"] = [[token, _id(tokenizer, token)] for token in (SPECIAL_ADDED, PLAIN_ADDED)]
+    return {"class": type(tokenizer).__name__, "fast": fast, "texts": texts, "specials": specials,
+            "padding_side": getattr(tokenizer, "padding_side", None), "template": _template(tokenizer)}
+
+
+def _id(tokenizer, token: str):
+    try:
+        return tokenizer.convert_tokens_to_ids(token)
+    except Exception:
+        return None
+
+
+def _template(tokenizer) -> dict:
+    template = getattr(tokenizer, "chat_template", None)
+    if not template:
+        return {"absent": True}
+    try:
+        rendered = tokenizer.apply_chat_template(list(CHAT), tokenize=False, add_generation_prompt=True)
+        ids = tokenizer(rendered, add_special_tokens=False)["input_ids"]
+        return {"rendered": rendered, "ids": list(ids)}
+    except Exception as exc:
+        return {"error": f"{type(exc).__name__}: {exc}"[:300]}
+
+
+@dataclass(frozen=True)
+class Difference:
+    """The first way two records differ, as a row shows it."""
+
+    kind: str  # "ids", "decode" or "template"
+    field: str  # what differs: "ids", "tokens", "offsets", "decode", "special-token ids", ...
+    text: str  # the corpus text (or what else) it shows on
+    before: str
+    after: str
+    count: int  # how many corpus texts differ in `field`'s kind
+
+    def describe(self) -> str:
+        if self.kind == "ids" and self.field in ("special-token ids", "padding side"):
+            return f"{self.field} differ ({self.text}): {self.before} -> {self.after}"
+        where = f"{self.count} of {len(CORPUS)} texts" if self.kind != "template" else "the chat"
+        return f"{self.field} differ on {where}, e.g. {self.text!r}: {self.before} -> {self.after}"
+
+
+def differences(before: dict, after: dict) -> list[Difference]:
+    """Every kind in which `after` differs from `before` (ids, decode, template), each with its
+    first example; empty when they agree."""
+    found = []
+    pairs = list(zip(before["texts"], after["texts"], strict=False))
+    ids = [(b, a) for b, a in pairs if _encoded(b, a) != _encoded(a, b)]
+    if ids:
+        b, a = ids[0]
+        field = ("error" if "error" in b or "error" in a else "ids" if b.get("ids") != a.get("ids")
+                 else "tokens" if b.get("tokens") != a.get("tokens") else "offsets")
+        found.append(Difference("ids", field, b["text"], _show(b, field), _show(a, field), len(ids)))
+    elif before["specials"] != after["specials"]:
+        name = next(k for k in sorted(set(before["specials"]) | set(after["specials"]))
+                    if before["specials"].get(k) != after["specials"].get(k))
+        found.append(Difference("ids", "special-token ids", name, str(before["specials"].get(name)),
+                                str(after["specials"].get(name)), 1))
+    elif before.get("padding_side") != after.get("padding_side"):
+        found.append(Difference("ids", "padding side", "padding", str(before.get("padding_side")),
+                                str(after.get("padding_side")), 1))
+    decodes = [(b, a) for b, a in pairs if _decoded(b) != _decoded(a)]
+    if decodes:
+        b, a = decodes[0]
+        field = "decode" if b.get("decode") != a.get("decode") else "decode (skip special tokens)"
+        key = "decode" if field == "decode" else "decode_skip"
+        found.append(Difference("decode", field, b["text"], repr(b.get(key)), repr(a.get(key)), len(decodes)))
+    if before["template"] != after["template"]:
+        b, a = before["template"], after["template"]
+        field = "rendered chat" if b.get("rendered") != a.get("rendered") else "chat ids"
+        key = "rendered" if field == "rendered chat" else "ids"
+        found.append(Difference("template", field, "the chat template",
+                                repr(b.get(key, b.get("error", "absent"))), repr(a.get(key, a.get("error", "absent"))),
+                                1))
+    return found
+
+
+def _encoded(entry: dict, other: dict):
+    """What is compared of an encoding: offsets only where both sides have them (fast tokenizers)."""
+    offsets = entry.get("offsets") if "offsets" in other else None
+    return entry.get("error"), entry.get("ids"), entry.get("tokens"), offsets
+
+
+def _decoded(entry: dict):
+    return entry.get("decode"), entry.get("decode_skip")
+
+
+def _show(entry: dict, field: str) -> str:
+    if field == "error":
+        return entry.get("error", "encoded")
+    if field == "ids":  # tokens read better than ids; the ids follow
+        return f"{' '.join(entry.get('tokens', []))} {entry.get('ids')}"
+    return str(entry.get(field))
