@@ -34,6 +34,7 @@ from pathlib import Path
 from auditor.checks import Options, register
 from auditor.checks.interface import CaseContext, Check
 from auditor.core.classifier import Phase, classify
+from auditor.core.fault import Fault
 from auditor.core.messages import signature_of
 from auditor.core.results import Result
 from auditor.core.status import Failure, Status
@@ -115,7 +116,10 @@ class TokenizerCheck(Check):
         for component, class_name in classes.items():
             start = time.perf_counter()
             with _folder(options.weights_save, case.model_type, FOLDERS[component]) as folder:
-                yield self._row(case, component, save(class_name, folder, case.model_type), start)
+                outcome = save(class_name, folder, case.model_type)
+                if not (folder / RECORD).is_file():
+                    _unsaved(folder, class_name, outcome)
+                yield self._row(case, component, outcome, start)
 
     def _row(self, case: ModelCase, component: str, outcome, start: float) -> Result:
         seconds = time.perf_counter() - start
@@ -157,7 +161,7 @@ def save(class_name: str, folder: Path, model_type: str):
     missing, a file no tiny vocabulary is made in, what making it raised)."""
     import transformers
 
-    from auditor.models.tokenization import made_tokenizer
+    from auditor.models.tokenization import NotATokenizer, made_tokenizer
     from auditor.models.vocabularies import VocabularyError
 
     cls = getattr(transformers, class_name, None)
@@ -168,9 +172,37 @@ def save(class_name: str, folder: Path, model_type: str):
             tokenizer = made_tokenizer(cls, Path(tmp))
     except VocabularyError as exc:
         return Status.SKIPPED, f"no tiny vocabulary: {exc}", {"class": class_name}
+    except NotATokenizer as exc:
+        return Failure(Status.LOAD_ERROR, str(exc), signature_of(str(exc)), extras={"class": class_name})
     except Exception as exc:
         return _load_failure(exc, folder, f"{class_name} on its tiny vocabulary: ", {"class": class_name})
     return _write(tokenizer, folder, {"model_type": model_type, "class": class_name})
+
+
+def _unsaved(folder: Path, class_name: str, outcome) -> None:
+    """Where nothing could be saved, why: the loading side's row then says the same (a missing
+    package there is not a change here), instead of 'nothing saved'."""
+    import transformers
+
+    if isinstance(outcome, Failure):
+        why = {"status": outcome.status.value, "message": outcome.message, "signature": outcome.signature,
+               "fault": outcome.fault.value}
+    else:
+        status, message, _ = outcome
+        why = {"status": status.value, "message": message, "signature": signature_of(message), "fault": ""}
+    info = {"class": class_name, "transformers": transformers.__version__, "unsaved": why}
+    (folder / RECORD).write_text(json.dumps(info, ensure_ascii=False, indent=1), encoding="utf-8")
+
+
+def _not_compared(info: dict):
+    """The saving release's own verdict, where it could save nothing to compare."""
+    why = info["unsaved"]
+    message = f"nothing to compare: under transformers {info['transformers']}, {why['message']}"
+    extras = {"class": info["class"], "saved_by": info["transformers"]}
+    if Status(why["status"]) is Status.SKIPPED:
+        return Status.SKIPPED, message, extras
+    fault = Fault(why["fault"]) if why["fault"] else None
+    return Failure(Status(why["status"]), message, why["signature"], fault, extras)
 
 
 def save_existing(source: Path, folder: Path):
@@ -243,6 +275,8 @@ def compare(folder: Path, source: Path | None = None):
     if not path.is_file():
         return Status.SKIPPED, f"no tokenizer saved in {folder}", {}
     info = json.loads(path.read_text(encoding="utf-8"))
+    if "unsaved" in info:
+        return _not_compared(info)
     saved_class, files = info["class"], source or folder
     extras = {"class": saved_class, "saved_by": info["transformers"]}
     auto = _loaded("auto", saved_class, files)
