@@ -42,6 +42,7 @@ from auditor.models.cases import ModelCase
 
 RECORD = "auditor-tokenizer.json"  # beside the saved files: the class, the release, the record
 FOLDERS = {"": "tokenizer", "slow": "tokenizer-slow"}  # row component -> folder under DIR/TYPE
+PROCESSORS = ("image-processor", "feature-extractor")  # rows and folders of the processors
 CHECKPOINTS = "checkpoints"  # DIR/checkpoints/NAME/tokenizer: the record of a --checkpoint's own tokenizer
 # What a load needs that a machine may lack, by the files of the save: transformers' own message
 # then names another package (a slow save without sentencepiece "needs tiktoken").
@@ -107,7 +108,12 @@ class TokenizerCheck(Check):
             for component in found:
                 start = time.perf_counter()
                 yield self._row(case, component, compare(saved / FOLDERS[component]), start)
+            for kind in PROCESSORS:
+                if (saved / kind).is_dir():
+                    start = time.perf_counter()
+                    yield self._row(case, kind, compare_processor(kind, saved / kind), start)
             return
+        yield from self._processors(case, options)
         classes = tokenizer_classes(case.model_type)
         if not classes:
             yield Result(case.model_type, self.name, Status.SKIPPED,
@@ -120,6 +126,17 @@ class TokenizerCheck(Check):
                 if not (folder / RECORD).is_file():
                     _unsaved(folder, class_name, outcome)
                 yield self._row(case, component, outcome, start)
+
+    def _processors(self, case: ModelCase, options: Options) -> Iterator[Result]:
+        """The type's processors (image processor, feature extractor): made with their defaults,
+        saved, and loaded back by this release."""
+        from auditor.models.processing import processor_classes
+
+        for kind, class_name in processor_classes(case.model_type).items():
+            start = time.perf_counter()
+            with _folder(options.weights_save, case.model_type, kind) as folder:
+                saved = save_processor(kind, class_name, folder)
+                yield self._row(case, kind, saved if saved is not None else compare_processor(kind, folder), start)
 
     def _row(self, case: ModelCase, component: str, outcome, start: float) -> Result:
         seconds = time.perf_counter() - start
@@ -311,6 +328,36 @@ def _compared(info: dict, how: str, tokenizer, said: str, extras: dict):
     return _verdict(before, observe(tokenizer), f"{said} on {info['class']} saved by transformers "
                                                 f"{info['transformers']}",
                     {**extras, "loaded_as": type(tokenizer).__name__})
+
+
+def save_processor(kind: str, class_name: str, folder: Path):
+    """Processor class `class_name` made with its defaults and saved into `folder` with its
+    outputs on the seeded input; None when saved, else the outcome that stops it."""
+    import transformers
+
+    from auditor.models import processing
+
+    try:
+        with _quiet():
+            processor = processing.processor_class(kind, class_name)()
+            processing.save(kind, processor, folder, {"class": class_name, "transformers": transformers.__version__})
+    except Exception as exc:
+        return _load_failure(exc, folder, f"{class_name} with its defaults: ", {"class": class_name})
+    return None
+
+
+def compare_processor(kind: str, folder: Path):
+    """What another release (or this one) saved in `folder`, loaded here with the auto class."""
+    from auditor.models import processing
+
+    if not (folder / processing.INFO).is_file():
+        return Status.SKIPPED, f"no {kind} saved in {folder} (the saving run's row says why)", {}
+    try:
+        with _quiet():
+            same, message, extras = processing.load_and_compare(kind, folder)
+    except Exception as exc:
+        return _load_failure(exc, folder, f"the {kind} saved in {folder.parent.name}: ", {})
+    return (Status.SAME if same else Status.DIFFERENT_OUTPUTS), message, extras
 
 
 def _verdict(before: dict, after: dict, what: str, extras: dict):

@@ -23,7 +23,7 @@ from auditor.checks.tokenizer import RECORD
 from tests.checks.tokenizer_files import byte_level_folder, llama_folder
 from tests.conftest import auditor_env, read_rows, run_auditors
 
-TYPES = ["llama", "gpt2", "bert", "t5", "pegasus", "xlnet"]
+TYPES = ["llama", "gpt2", "bert", "t5", "pegasus", "xlnet", "whisper"]
 
 
 def _rows(out: Path) -> dict[tuple[str, str], dict]:
@@ -58,10 +58,17 @@ def runs(tmp_path_factory):
     for name in (RECORD, "tokenizer_config.json"):
         path = changed / "bert" / "tokenizer" / name
         path.write_text(path.read_text().replace("BertTokenizer", "AuditorGoneTokenizer"))
+    # whisper: its feature extractor's saved log-mel features as another release computed them.
+    from safetensors.numpy import load_file, save_file
+
+    outputs_path = changed / "whisper" / "feature-extractor" / "auditor-processor.safetensors"
+    outputs = load_file(str(outputs_path))
+    outputs["input_features"][0, 5, 7] += 0.25
+    save_file(outputs, str(outputs_path))
     loading = run_auditors([
         ["sweep", "--models", ",".join(TYPES), "--checks", "tokenizer", "--weights-from", str(root / "saved"),
          "-o", str(root / "load"), "-j", "2"],
-        ["sweep", "--models", "gpt2,bert", "--checks", "tokenizer", "--weights-from", str(changed),
+        ["sweep", "--models", "gpt2,bert,whisper", "--checks", "tokenizer", "--weights-from", str(changed),
          "-o", str(root / "changed-load"), "-j", "1"],
         ["sweep", *mine, "--checks", "tokenizer", "--weights-from", str(root / "saved-mine"), "-o",
          str(root / "load-mine"), "-j", "1"],
@@ -104,6 +111,17 @@ def test_each_change_gets_its_verdict_with_one_example(runs):
     bert = rows[("bert", "")]
     assert bert["status"] == "class-removed", bert
     assert "AuditorGoneTokenizer is not in this release" in bert["message"]
+
+
+def test_a_processor_is_saved_with_its_outputs_and_compared_by_value(runs):
+    saved, loaded = _rows(runs / "save"), _rows(runs / "load")
+    for rows in (saved, loaded):
+        row = rows[("whisper", "feature-extractor")]
+        assert row["status"] == "same" and row["extras"]["class"] == "WhisperFeatureExtractor", row
+    changed = _rows(runs / "changed-load")[("whisper", "feature-extractor")]
+    assert changed["status"] == "different-outputs", changed
+    assert "input_features differs, max abs diff 0.25" in changed["message"]
+    assert changed["extras"]["max_abs_diff"] == pytest.approx(0.25, abs=1e-3)
 
 
 def test_a_users_tokenizer_is_recorded_with_its_own_template_and_loaded_again(runs):
