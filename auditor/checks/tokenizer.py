@@ -67,6 +67,49 @@ def tokenizer_classes(model_type: str) -> dict[str, str]:
     return {"": entry} if entry else {}
 
 
+def tokenizing_engines() -> tuple:
+    """The installed engines whose own tokenizer loading answers (`Engine.tokenizes`)."""
+    from auditor import engines
+
+    return tuple(engine for engine in engines.all() if engine.tokenizes is not None and engine.installed)
+
+
+def engine_tokenizes(engine, files: Path):
+    """`engine`'s own tokenizer on `files` against transformers' AutoTokenizer on them, here: a
+    difference is the engine's, named with where its tokenizer class is defined; what its loading
+    raised is judged by the one rule (the engine's fault where raised in its code)."""
+    import inspect
+
+    from auditor.models.tokenization import observe
+
+    if not files.is_dir():
+        return Status.SKIPPED, f"no tokenizer files in {files}", {}
+    path = files / RECORD
+    if path.is_file() and "unsaved" in json.loads(path.read_text(encoding="utf-8")):
+        return Status.SKIPPED, "no tokenizer saved to load (transformers' row says why)", {}
+    auto = _loaded("auto", "", files)
+    if isinstance(auto, BaseException):
+        return Status.SKIPPED, f"transformers' AutoTokenizer cannot load these files to compare with ({auto!r:.200})", {}
+    try:
+        with _quiet():
+            served = engine.tokenizes(files)
+    except Exception as exc:
+        return classify(exc, Phase.ENGINE, engine_package=engine.package)
+    cls = type(served)
+    try:
+        where = f"{inspect.getsourcefile(cls)}:{inspect.getsourcelines(cls)[1]}"
+        where = where[where.rindex(f"/{engine.package}/") + 1:] if f"/{engine.package}/" in where else where
+    except (TypeError, OSError, ValueError):
+        where = cls.__module__
+    found = _verdict(observe(auto), observe(served), f"{engine.title}'s tokenizer ({cls.__name__}) against "
+                                                     f"transformers' AutoTokenizer ({type(auto).__name__})",
+                     {"engine_class": cls.__name__, "engine_class_at": where})
+    if found[0] is Status.SAME:
+        return found
+    status, message, extras = found
+    return Failure(status, f"{message} [the engine's tokenizer: {where}]", signature_of(message), Fault.ENGINE, extras)
+
+
 def _module_class(model_type: str) -> str | None:
     """The one tokenizer class the type's own module defines, for a type v5's mapping leaves out
     (llama: AutoTokenizer reads the class from the saved tokenizer_config.json)."""
@@ -90,12 +133,14 @@ class TokenizerCheck(Check):
     across_releases = True
 
     def failed_rows(self, case: ModelCase, options: Options, failure: Failure) -> list[Result]:
-        return [Result.failed(case.model_type, self.name, failure)]
+        """The cells `run` fills for every type: transformers' row and one per tokenizing engine."""
+        return [Result.failed(case.model_type, self.name, failure),
+                *(Result.failed(case.model_type, self.name, failure, component=e.name) for e in tokenizing_engines())]
 
     def run(self, case: ModelCase, context: CaseContext) -> Iterator[Result]:
         options = context.options
         if case.checkpoint:
-            yield self._checkpoint(case, options)
+            yield from self._checkpoint(case, options)
             return
         if options.weights_from:
             saved = Path(options.weights_from) / case.model_type
@@ -108,6 +153,8 @@ class TokenizerCheck(Check):
             for component in found:
                 start = time.perf_counter()
                 yield self._row(case, component, compare(saved / FOLDERS[component]), start)
+                if not component:
+                    yield from self._engines(case, saved / FOLDERS[component])
             for kind in PROCESSORS:
                 if (saved / kind).is_dir():
                     start = time.perf_counter()
@@ -126,16 +173,20 @@ class TokenizerCheck(Check):
                 if not (folder / RECORD).is_file():
                     _unsaved(folder, class_name, outcome)
                 yield self._row(case, component, outcome, start)
+                if not component:
+                    yield from self._engines(case, folder)
 
     def _processors(self, case: ModelCase, options: Options) -> Iterator[Result]:
         """The type's processors (image processor, feature extractor): made with their defaults,
         saved, and loaded back by this release."""
-        from auditor.models.processing import processor_classes
+        from auditor.models import processing
 
-        for kind, class_name in processor_classes(case.model_type).items():
+        for kind, class_name in processing.processor_classes(case.model_type).items():
             start = time.perf_counter()
             with _folder(options.weights_save, case.model_type, kind) as folder:
                 saved = save_processor(kind, class_name, folder)
+                if saved is not None:
+                    _unsaved(folder, class_name, saved, processing.INFO)
                 yield self._row(case, kind, saved if saved is not None else compare_processor(kind, folder), start)
 
     def _row(self, case: ModelCase, component: str, outcome, start: float) -> Result:
@@ -147,7 +198,7 @@ class TokenizerCheck(Check):
                       signature="" if status.ok or status is Status.SKIPPED else signature_of(message),
                       seconds=seconds, extras=extras)
 
-    def _checkpoint(self, case: ModelCase, options: Options) -> Result:
+    def _checkpoint(self, case: ModelCase, options: Options) -> Iterator[Result]:
         """A user's tokenizer: its own files and chat template, loaded with AutoTokenizer and
         recorded. Alone (or saving, on upgrade-check's base side): saved by this release and
         loaded back (does it read what it writes); with --weights-from: the same files loaded by
@@ -156,9 +207,19 @@ class TokenizerCheck(Check):
         source = Path(case.checkpoint)
         name = Path(CHECKPOINTS, *case.model_type.split("/"))
         if options.weights_from:
-            return self._row(case, "", compare(Path(options.weights_from) / name / FOLDERS[""], source), start)
-        with _folder(options.weights_save, str(name), FOLDERS[""]) as folder:
-            return self._row(case, "", save_existing(source, folder), start)
+            yield self._row(case, "", compare(Path(options.weights_from) / name / FOLDERS[""], source), start)
+        else:
+            with _folder(options.weights_save, str(name), FOLDERS[""]) as folder:
+                yield self._row(case, "", save_existing(source, folder), start)
+        yield from self._engines(case, source)
+
+    def _engines(self, case: ModelCase, files: Path) -> Iterator[Result]:
+        """Each installed engine's own tokenizer on `files`, against transformers' AutoTokenizer
+        on the same files here: rows `tokenizer/<engine>`."""
+        for engine in tokenizing_engines():
+            start = time.perf_counter()
+            row = self._row(case, engine.name, engine_tokenizes(engine, files), start)
+            yield dataclasses.replace(row, extras={**row.extras, "engine_version": engine.version})
 
 
 @contextlib.contextmanager
@@ -196,7 +257,7 @@ def save(class_name: str, folder: Path, model_type: str):
     return _write(tokenizer, folder, {"model_type": model_type, "class": class_name})
 
 
-def _unsaved(folder: Path, class_name: str, outcome) -> None:
+def _unsaved(folder: Path, class_name: str, outcome, name: str = RECORD) -> None:
     """Where nothing could be saved, why: the loading side's row then says the same (a missing
     package there is not a change here), instead of 'nothing saved'."""
     import transformers
@@ -208,7 +269,7 @@ def _unsaved(folder: Path, class_name: str, outcome) -> None:
         status, message, _ = outcome
         why = {"status": status.value, "message": message, "signature": signature_of(message), "fault": ""}
     info = {"class": class_name, "transformers": transformers.__version__, "unsaved": why}
-    (folder / RECORD).write_text(json.dumps(info, ensure_ascii=False, indent=1), encoding="utf-8")
+    (folder / name).write_text(json.dumps(info, ensure_ascii=False, indent=1), encoding="utf-8")
 
 
 def _not_compared(info: dict):
@@ -352,6 +413,9 @@ def compare_processor(kind: str, folder: Path):
 
     if not (folder / processing.INFO).is_file():
         return Status.SKIPPED, f"no {kind} saved in {folder} (the saving run's row says why)", {}
+    info = json.loads((folder / processing.INFO).read_text(encoding="utf-8"))
+    if "unsaved" in info:
+        return _not_compared(info)
     try:
         with _quiet():
             same, message, extras = processing.load_and_compare(kind, folder)

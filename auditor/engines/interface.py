@@ -304,6 +304,11 @@ class Engine:
     # check's row `weights/<engine>` (vLLM: get_model with load_format="safetensors" on meta,
     # auditor/engines/vllm/loading.py). None: the engine has no such answer.
     loads_weights: Callable[[Any, Any, Any], Outcome] | None = None
+    # The engine's own tokenizer loading on a folder (needs the engine): `tokenizes(folder)` -> the
+    # tokenizer the engine serves with (vLLM: get_tokenizer with tokenizer_mode "auto", which takes
+    # mistral_common for a Mistral-format folder), compared with transformers' AutoTokenizer on the
+    # same files: the tokenizer check's row `tokenizer/<engine>`. None: no such answer.
+    tokenizes: Callable[[Any], Any] | None = None
     # The environment shims the engine's own code needs on this machine (needs the engine):
     # `shims()` -> {name: what it stands in for}; the run header names them (EngineInfo.shims).
     shims: Callable[[], Mapping[str, str]] | None = None

@@ -62,21 +62,30 @@ def seeded_input(kind: str, processor) -> dict:
             "sampling_rate": rate}
 
 
-def _takes_raw_speech(processor) -> bool:
+def _parameters(processor) -> tuple[str, ...]:
     import inspect
 
     try:
-        parameters = inspect.signature(processor.__call__).parameters
+        return tuple(inspect.signature(processor.__call__).parameters)
     except (TypeError, ValueError):
-        return True
-    return "raw_speech" in parameters or "audio" not in parameters
+        return ()
+
+
+def _takes_raw_speech(processor) -> bool:
+    parameters = _parameters(processor)
+    return not parameters or "raw_speech" in parameters or "audio" not in parameters
 
 
 def run(kind: str, processor) -> dict:
     """{output name: float32 array} of the processor on the seeded input."""
     import numpy as np
+    import torch
 
+    np.random.seed(SEED)  # an extractor that draws noise (univnet's noise_sequence) draws the same
+    torch.manual_seed(SEED)
     inputs = seeded_input(kind, processor)
+    if "generator" in _parameters(processor):  # univnet draws its noise from a fresh generator unless given one
+        inputs["generator"] = np.random.default_rng(SEED)
     if kind == "feature-extractor" and not _takes_raw_speech(processor):
         out = processor(**inputs, return_tensors="np")
     elif kind == "feature-extractor":
