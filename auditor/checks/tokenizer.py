@@ -78,8 +78,6 @@ def engine_tokenizes(engine, files: Path):
     """`engine`'s own tokenizer on `files` against transformers' AutoTokenizer on them, here: a
     difference is the engine's, named with where its tokenizer class is defined; what its loading
     raised is judged by the one rule (the engine's fault where raised in its code)."""
-    import inspect
-
     from auditor.models.tokenization import observe
 
     if not files.is_dir():
@@ -92,15 +90,13 @@ def engine_tokenizes(engine, files: Path):
         return Status.SKIPPED, f"transformers' AutoTokenizer cannot load these files to compare with ({auto!r:.200})", {}
     try:
         with _quiet():
-            served = engine.tokenizes(files)
+            served, loader = engine.tokenizes(files)
     except Exception as exc:
         return classify(exc, Phase.ENGINE, engine_package=engine.package)
     cls = type(served)
-    try:
-        where = f"{inspect.getsourcefile(cls)}:{inspect.getsourcelines(cls)[1]}"
-        where = where[where.rindex(f"/{engine.package}/") + 1:] if f"/{engine.package}/" in where else where
-    except (TypeError, OSError, ValueError):
-        where = cls.__module__
+    # Where the engine made what it serves: its tokenizer class where the engine defines one (vLLM's
+    # cached wrapper), else its loading function (SGLang's get_tokenizer and its post-load fixes).
+    where = _defined_at(cls, engine.package) or _defined_at(loader, engine.package) or cls.__module__
     found = _verdict(observe(auto), observe(served), f"{engine.title}'s tokenizer ({cls.__name__}) against "
                                                      f"transformers' AutoTokenizer ({type(auto).__name__})",
                      {"engine_class": cls.__name__, "engine_class_at": where})
@@ -108,6 +104,18 @@ def engine_tokenizes(engine, files: Path):
         return found
     status, message, extras = found
     return Failure(status, f"{message} [the engine's tokenizer: {where}]", signature_of(message), Fault.ENGINE, extras)
+
+
+def _defined_at(thing, package: str) -> str:
+    """`package/file.py:LINE` where `thing` is defined, if that is inside `package`; else ""."""
+    import inspect
+
+    try:
+        where = f"{inspect.getsourcefile(thing)}:{inspect.getsourcelines(thing)[1]}"
+    except (TypeError, OSError, ValueError):
+        return ""
+    marker = f"/{package}/"
+    return where[where.rindex(marker) + 1:] if marker in where else ""
 
 
 def _module_class(model_type: str) -> str | None:
@@ -140,7 +148,7 @@ class TokenizerCheck(Check):
     def run(self, case: ModelCase, context: CaseContext) -> Iterator[Result]:
         options = context.options
         if case.checkpoint:
-            yield from self._checkpoint(case, options)
+            yield from self._checkpoint(case, context)
             return
         if options.weights_from:
             saved = Path(options.weights_from) / case.model_type
@@ -154,7 +162,7 @@ class TokenizerCheck(Check):
                 start = time.perf_counter()
                 yield self._row(case, component, compare(saved / FOLDERS[component]), start)
                 if not component:
-                    yield from self._engines(case, saved / FOLDERS[component])
+                    yield from self._engines(case, context, saved / FOLDERS[component])
             for kind in PROCESSORS:
                 if (saved / kind).is_dir():
                     start = time.perf_counter()
@@ -174,7 +182,7 @@ class TokenizerCheck(Check):
                     _unsaved(folder, class_name, outcome)
                 yield self._row(case, component, outcome, start)
                 if not component:
-                    yield from self._engines(case, folder)
+                    yield from self._engines(case, context, folder)
 
     def _processors(self, case: ModelCase, options: Options) -> Iterator[Result]:
         """The type's processors (image processor, feature extractor): made with their defaults,
@@ -198,12 +206,13 @@ class TokenizerCheck(Check):
                       signature="" if status.ok or status is Status.SKIPPED else signature_of(message),
                       seconds=seconds, extras=extras)
 
-    def _checkpoint(self, case: ModelCase, options: Options) -> Iterator[Result]:
+    def _checkpoint(self, case: ModelCase, context: CaseContext) -> Iterator[Result]:
         """A user's tokenizer: its own files and chat template, loaded with AutoTokenizer and
         recorded. Alone (or saving, on upgrade-check's base side): saved by this release and
         loaded back (does it read what it writes); with --weights-from: the same files loaded by
         this release, compared with the record the other release made of them."""
         start = time.perf_counter()
+        options = context.options
         source = Path(case.checkpoint)
         name = Path(CHECKPOINTS, *case.model_type.split("/"))
         if options.weights_from:
@@ -211,15 +220,36 @@ class TokenizerCheck(Check):
         else:
             with _folder(options.weights_save, str(name), FOLDERS[""]) as folder:
                 yield self._row(case, "", save_existing(source, folder), start)
-        yield from self._engines(case, source)
+        yield from self._engines(case, context, source)
 
-    def _engines(self, case: ModelCase, files: Path) -> Iterator[Result]:
+    def _engines(self, case: ModelCase, context: CaseContext, files: Path) -> Iterator[Result]:
         """Each installed engine's own tokenizer on `files`, against transformers' AutoTokenizer
-        on the same files here: rows `tokenizer/<engine>`."""
-        for engine in tokenizing_engines():
-            start = time.perf_counter()
-            row = self._row(case, engine.name, engine_tokenizes(engine, files), start)
-            yield dataclasses.replace(row, extras={**row.extras, "engine_version": engine.version})
+        on the same files here: rows `tokenizer/<engine>`. A made tokenizer's folder gets the
+        type's config.json beside it, as a served model's folder has (an engine picks by model type)."""
+        engines = tokenizing_engines()
+        if not engines:
+            return
+        with _staged(files, None if case.checkpoint else context) as staged:
+            for engine in engines:
+                start = time.perf_counter()
+                row = self._row(case, engine.name, engine_tokenizes(engine, staged), start)
+                yield dataclasses.replace(row, extras={**row.extras, "engine_version": engine.version})
+
+
+@contextlib.contextmanager
+def _staged(files: Path, context: CaseContext | None):
+    """`files` as they are (a user's model folder), or a copy with the type's default config.json."""
+    if context is None or not files.is_dir():
+        yield files
+        return
+    import shutil
+
+    with tempfile.TemporaryDirectory(prefix="auditor-tokenizer-") as tmp:
+        staged = Path(tmp) / "model"
+        shutil.copytree(files, staged)
+        with contextlib.suppress(Exception):  # a type whose config cannot be made: the folder as it is
+            context.config().to_json_file(str(staged / "config.json"))
+        yield staged
 
 
 @contextlib.contextmanager

@@ -304,8 +304,9 @@ class Engine:
     # check's row `weights/<engine>` (vLLM: get_model with load_format="safetensors" on meta,
     # auditor/engines/vllm/loading.py). None: the engine has no such answer.
     loads_weights: Callable[[Any, Any, Any], Outcome] | None = None
-    # The engine's own tokenizer loading on a folder (needs the engine): `tokenizes(folder)` -> the
-    # tokenizer the engine serves with (vLLM: get_tokenizer with tokenizer_mode "auto", which takes
+    # The engine's own tokenizer loading on a folder (needs the engine): `tokenizes(folder)` -> (the
+    # tokenizer the engine serves with, the engine's function that loaded it: a row names its
+    # file:line) (vLLM: get_tokenizer with tokenizer_mode "auto", which takes
     # mistral_common for a Mistral-format folder), compared with transformers' AutoTokenizer on the
     # same files: the tokenizer check's row `tokenizer/<engine>`. None: no such answer.
     tokenizes: Callable[[Any], Any] | None = None

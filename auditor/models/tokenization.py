@@ -50,6 +50,8 @@ def made_tokenizer(cls, folder):
     from auditor.models.vocabularies import make_files
 
     files = make_files(cls, folder)
+    if not files:
+        _refuse_required(cls)
     tokenizer = cls.from_pretrained(str(folder)) if files else cls()
     if not hasattr(tokenizer, "add_special_tokens"):  # 4.57.6's XLMProphetNetTokenizer returns a bool
         raise NotATokenizer(f"{cls.__name__}.from_pretrained returned a {type(tokenizer).__name__}, not a tokenizer")
@@ -57,6 +59,24 @@ def made_tokenizer(cls, folder):
     tokenizer.add_tokens([PLAIN_ADDED])
     tokenizer.chat_template = CHAT_TEMPLATE
     return tokenizer
+
+
+def _refuse_required(cls) -> None:
+    """VocabularyError for a class that names no vocabulary files but cannot be made without
+    arguments (transformers' MistralCommonBackend wants a `tokenizer_path`: a tekken.json)."""
+    import inspect
+
+    from auditor.models.vocabularies import VocabularyError
+
+    try:
+        parameters = list(inspect.signature(cls.__init__).parameters.values())[1:]
+    except (TypeError, ValueError):
+        return
+    required = [p.name for p in parameters if p.default is inspect.Parameter.empty
+                and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+    if required:
+        raise VocabularyError(f"{cls.__name__} needs {', '.join(required)} to be made, a file no tiny vocabulary "
+                              "is made in")
 
 
 def observe(tokenizer) -> dict:

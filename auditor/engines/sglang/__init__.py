@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from auditor.engines.common import reads_attention
 from auditor.engines.interface import BuildSettings, CompileSemantics, Engine, Gate
-from auditor.engines.sglang import build, gates, loading, meeting, modules, own, releases, serving
+from auditor.engines.sglang import build, gates, loading, meeting, modules, own, releases, serving, tokenizing
 
 ENGINE = Engine(
     name="sglang",
@@ -64,6 +64,8 @@ ENGINE = Engine(
     serves=serving.outcome,
     # its own loader with load_format=safetensors on meta, fed the headers (loading.py): weights/sglang
     loads_weights=loading.outcome,
+    # its own get_tokenizer on the same files as transformers' AutoTokenizer (tokenizing.py): tokenizer/sglang
+    tokenizes=tokenizing.load,
     shims=serving.shims_in_use,
     warm_up=serving.warm_up,
 )

@@ -28,6 +28,7 @@ from auditor.engines.vllm import (
     preparation,
     releases,
     shims,
+    tokenizing,
 )
 
 
@@ -79,6 +80,7 @@ ENGINE = Engine(
     own_compiler=own_compile.own_compiler,
     serves=native.outcome,
     loads_weights=loading.outcome,
+    tokenizes=tokenizing.load,
     shims=shims.needed,
     warm_up=preparation.warm_up,
     auto_dtype=dtype.auto_dtype,
