@@ -128,7 +128,7 @@ def _template(tokenizer) -> dict:
 
 
 @dataclass(frozen=True)
-class Difference:
+class TokenizerChange:
     """The first way two records differ, as a row shows it."""
 
     kind: str  # "ids", "decode" or "template"
@@ -145,7 +145,7 @@ class Difference:
         return f"{self.field} differ on {where}, e.g. {self.text!r}: {self.before} -> {self.after}"
 
 
-def differences(before: dict, after: dict) -> list[Difference]:
+def differences(before: dict, after: dict) -> list[TokenizerChange]:
     """Every kind in which `after` differs from `before` (ids, decode, template), each with its
     first example; empty when they agree."""
     found = []
@@ -155,26 +155,26 @@ def differences(before: dict, after: dict) -> list[Difference]:
         b, a = ids[0]
         field = ("error" if "error" in b or "error" in a else "ids" if b.get("ids") != a.get("ids")
                  else "tokens" if b.get("tokens") != a.get("tokens") else "offsets")
-        found.append(Difference("ids", field, b["text"], _show(b, field), _show(a, field), len(ids)))
+        found.append(TokenizerChange("ids", field, b["text"], _show(b, field), _show(a, field), len(ids)))
     elif before["specials"] != after["specials"]:
         name = next(k for k in sorted(set(before["specials"]) | set(after["specials"]))
                     if before["specials"].get(k) != after["specials"].get(k))
-        found.append(Difference("ids", "special-token ids", name, str(before["specials"].get(name)),
+        found.append(TokenizerChange("ids", "special-token ids", name, str(before["specials"].get(name)),
                                 str(after["specials"].get(name)), 1))
     elif before.get("padding_side") != after.get("padding_side"):
-        found.append(Difference("ids", "padding side", "padding", str(before.get("padding_side")),
+        found.append(TokenizerChange("ids", "padding side", "padding", str(before.get("padding_side")),
                                 str(after.get("padding_side")), 1))
     decodes = [(b, a) for b, a in pairs if _decoded(b) != _decoded(a)]
     if decodes:
         b, a = decodes[0]
         field = "decode" if b.get("decode") != a.get("decode") else "decode (skip special tokens)"
         key = "decode" if field == "decode" else "decode_skip"
-        found.append(Difference("decode", field, b["text"], repr(b.get(key)), repr(a.get(key)), len(decodes)))
+        found.append(TokenizerChange("decode", field, b["text"], repr(b.get(key)), repr(a.get(key)), len(decodes)))
     if _rendered(before["template"]) != _rendered(after["template"]):
         b, a = before["template"], after["template"]
         field = "rendered chat" if b.get("rendered") != a.get("rendered") else "chat ids"
         key = "rendered" if field == "rendered chat" else "ids"
-        found.append(Difference("template", field, "the chat template",
+        found.append(TokenizerChange("template", field, "the chat template",
                                 repr(b.get(key, b.get("error", "absent"))), repr(a.get(key, a.get("error", "absent"))),
                                 1))
     return found
