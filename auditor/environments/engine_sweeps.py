@@ -127,10 +127,12 @@ def plan_engines(request, outdir: Path, checked: Sequence[tuple[object, object]]
 
 def own_checks(engine, checks: Sequence[str]) -> list[str]:
     """The checks an engine's venv sweeps: those of `checks` its own code computes rows of (`weights`
-    too where the engine has its own weight loader: its `weights/<engine>` rows), and its `serves`
-    answer where it has one."""
+    too where the engine has its own weight loader: its `weights/<engine>` rows; `tokenizer` where
+    it loads tokenizers its own way: `tokenizer/<engine>`), and its `serves` answer where it has one."""
     weights = ["weights"] if "weights" in checks and engine.loads_weights is not None else []
-    return [c for c in OWN_CODE_CHECKS if c in checks] + weights + (["serves"] if engine.serves is not None else [])
+    tokenizer = ["tokenizer"] if "tokenizer" in checks and engine.tokenizes is not None else []
+    return ([c for c in OWN_CODE_CHECKS if c in checks] + weights + tokenizer
+            + (["serves"] if engine.serves is not None else []))
 
 
 def checks_here(checks, checked: Sequence[tuple[object, object]]) -> tuple[str, ...]:
@@ -164,8 +166,11 @@ def _venv_sweep(spec, engine, setup, transformers: Transformers, outdir: Path, r
         raise InputError(f"--engine {spec.requirement}: none of --checks {','.join(request.checks)} runs "
                          f"{engine.title}'s own code; add backend or decorate")
     name = f"{spec.name}-{spec.version}"
-    # The same selection there (the --checkpoint folders too), and the checkpoints a --weights-from names.
-    weights_from = side_path(request.weights_from) if "weights" in checks and request.weights_from else None
+    # The same selection there (the --checkpoint folders too), and what a --weights-from holds
+    # (checkpoints, tokenizers) for the checks across releases.
+    from auditor.checks import across_releases
+
+    weights_from = side_path(request.weights_from) if across_releases(checks) and request.weights_from else None
     sweep = side_flags(models=request.models, exclude=request.exclude, checks=",".join(checks),
                        policies=engine.policy, jobs=request.jobs, timeout=request.timeout, shard=request.shard,
                        checkpoints=[side_path(folder) for folder in request.checkpoints], weights_from=weights_from)
