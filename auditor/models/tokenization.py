@@ -24,7 +24,7 @@ CHAT = ({"role": "system", "content": "You are terse."},
         {"role": "assistant", "content": " 42 🤗"})
 # What breaks between releases: spaces (leading, double, trailing), newlines and tabs, digits,
 # non-Latin scripts, emoji and byte fallback, special tokens written in the text, a literal "<s>",
-# and the added tokens.
+# a sentencepiece user-defined symbol (auditor.models.vocabularies.USER_SYMBOLS), and the added tokens.
 CORPUS = (
     "Hello world",
     " Hello  world ",
@@ -34,6 +34,7 @@ CORPUS = (
     "emoji 🤗🚀 café",
     f"Hello {SPECIAL_ADDED} world",
     "a literal <s> and </s> here",
+    "see <url> and <url>here",
     f"plain{PLAIN_ADDED}token {PLAIN_ADDED} end",
 )
 SPECIAL_NAMES = ("bos_token", "eos_token", "unk_token", "sep_token", "pad_token", "cls_token", "mask_token")

@@ -39,7 +39,11 @@ TRAINING_TEXT = (
     "def main():\n    return print('hello')  # code with    spaces",
     "Привет мир, как дела? こんにちは世界 你好世界 مرحبا",
     "emoji 🤗 🚀 ok, café naïve über",
+    "see <url> and <url>here",
 )
+# A sentencepiece user-defined symbol (a piece the model emits whole, as XLM-R's and T5's vocabularies
+# hold a few): converters have treated them as added tokens or not, release by release.
+USER_SYMBOLS = ("<url>",)
 
 
 class VocabularyError(Exception):
@@ -127,7 +131,7 @@ def sentencepiece_model(specials: tuple[str, ...], bpe: bool) -> bytes:
     sentencepiece.SentencePieceTrainer.train(
         sentence_iterator=iter(_lines()), model_writer=out, vocab_size=BYTE_FALLBACK_SIZE if bpe else VOCAB_SIZE,
         model_type="bpe" if bpe else "unigram", byte_fallback=bpe, character_coverage=1.0,
-        control_symbols=control, hard_vocab_limit=False, minloglevel=2, num_threads=1,
+        control_symbols=control, user_defined_symbols=list(USER_SYMBOLS), hard_vocab_limit=False, minloglevel=2, num_threads=1,
         split_digits=bpe, allow_whitespace_only_pieces=True)
     return out.getvalue()
 
