@@ -21,7 +21,7 @@ def run_request(request: SweepRequest, events: SweepEvents, rules: tuple = (), e
                 engine_events=None) -> SweepOutcome:
     """The steps of a sweep (auditor.sweeping.run.run_request); with `request.engines`, the
     engines' venvs too (what their installs and sweeps do goes to `engine_events`, an
-    auditor.environments.runner.UpgradeEvents): its outcome is this environment's, its files and
+    auditor.environments.runner.SideEvents): its outcome is this environment's, its files and
     gate over every run."""
     from auditor.environments.engine_sweeps import run_sweep
 

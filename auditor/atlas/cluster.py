@@ -19,6 +19,7 @@ sweeps only what is missing.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import os
 import shutil
@@ -28,9 +29,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from auditor.atlas.plan import WHAT, AtlasPlan, PlannedRun, sweep_values
+from auditor.atlas.plan import WHAT, AtlasPlan, PlannedRun
 from auditor.core.errors import InputError, RunInterrupted
 from auditor.core.results import Run
+from auditor.sweeping.sides import SideSweep
 
 POLL_SECONDS = 1.0
 LOG_TAIL = 4000  # characters of a failed step's output in the error
@@ -44,7 +46,7 @@ class RunOrder:
     release: str
     python: str  # the Python minor of the run's venv (the planned key's)
     engines: tuple[str, ...]  # --engine requirements, "vllm==0.34.0"
-    flags: tuple[str, ...]  # the sweep's options (its selection, checks, jobs, timeout), the local pool's
+    sweep: SideSweep  # the run's sweep (its selection, checks, jobs, timeout), the local pool's
     cpus: int
     slug: str  # the run folder's name
 
@@ -54,13 +56,9 @@ class NodeRunError(RuntimeError):
 
 
 def order_of(planned: PlannedRun, plan: AtlasPlan) -> RunOrder:
-    from auditor.environments.steps import sweep_flags
-
-    values = sweep_values(plan.sweep)
-    cpus = max(1, int(values.get("jobs") or 1))
-    flags = sweep_flags(models=values["models"], exclude=values["exclude"], checks=values["checks"], jobs=cpus,
-                        timeout=values["timeout"])
-    return RunOrder(planned.release, planned.key.python, tuple(plan.engines), tuple(flags), cpus, planned.key.slug)
+    cpus = max(1, int(plan.sweep.jobs or 1))
+    sweep = dataclasses.replace(plan.sweep, jobs=cpus, executor=None, ray_address=None)
+    return RunOrder(planned.release, planned.key.python, tuple(plan.engines), sweep, cpus, planned.key.slug)
 
 
 def sweep_on_cluster(todo: list[PlannedRun], plan: AtlasPlan, events) -> Iterator[tuple[PlannedRun, Run, float]]:
@@ -107,7 +105,7 @@ def _connect(plan: AtlasPlan) -> None:
 
     from auditor.remote.ray_trip import LOOPBACK_SYSTEM_CONFIG, check_reachable, loopback_only
 
-    address = plan.sweep.get("ray_address")
+    address = plan.sweep.ray_address
     offline = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
     common = dict(log_to_driver=False, logging_level=logging.ERROR, runtime_env={"env_vars": offline})
     try:
@@ -116,7 +114,7 @@ def _connect(plan: AtlasPlan) -> None:
             ray.init(address=address, **common)
         else:
             loopback_only()
-            ray.init(address="local", num_cpus=max(1, int(plan.sweep.get("jobs") or os.cpu_count() or 1)),
+            ray.init(address="local", num_cpus=max(1, int(plan.sweep.jobs or os.cpu_count() or 1)),
                      include_dashboard=False, _node_ip_address="127.0.0.1", object_store_memory=100 * 2**20,
                      _system_config=LOOPBACK_SYSTEM_CONFIG, **common)
     except Exception as exc:  # ConnectionError, RuntimeError, ValueError, TimeoutError...
@@ -162,20 +160,19 @@ def sweep_on_node(order: RunOrder) -> dict[str, bytes]:
     from auditor.environments import runner
     from auditor.environments.steps import parse_transformers
     from auditor.environments.venvs import RELEASES_ENVDIR, release_steps
-    from auditor.sweeping.options import side_flags
 
     setup = runner.side_setup(WHAT, order.engines)
     env = {**dict(setup.env), "AUDITOR_SIDE_PYTHON": order.python}
-    policies = runner.engine_policies(setup, None)  # with an engine, its own policy too (as `sweep --engine`)
-    flags = [*order.flags, *(side_flags(policies=policies) if policies else ())]
+    # With an engine, its own policy too (as `sweep --engine`).
+    swept = dataclasses.replace(order.sweep, policies=runner.engine_policies(setup, order.sweep.policies))
     work = Path(tempfile.mkdtemp(prefix="run-", dir=_work_home()))
     try:
         outdir = work / order.slug
         install, sweep = release_steps(parse_transformers(order.release, work), outdir=outdir,
                                        envdir=setup.home / RELEASES_ENVDIR / order.release, noxfile=runner.NOXFILE,
-                                       nox=setup.nox, sweep=flags, label="", env=env)
+                                       nox=setup.nox, sweep=swept, label="", env=env)
         # One run at a time in a release's venv on this node (a second waits for the first).
-        with runner.venv_lock(f"{RELEASES_ENVDIR}-{order.release}", runner.UpgradeEvents()):
+        with runner.venv_lock(f"{RELEASES_ENVDIR}-{order.release}", runner.SideEvents()):
             for step in (install, sweep):
                 _run(step, work / "steps.log")
         return {path.name: path.read_bytes() for path in outdir.iterdir() if path.is_file()}

@@ -12,21 +12,22 @@ Nothing here prints: what a person should see goes to the AtlasEvents.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from auditor.atlas import derive, site, store
-from auditor.atlas.plan import AtlasPlan, PlannedRun, sweep_values
+from auditor.atlas.plan import AtlasPlan, PlannedRun
 from auditor.core.errors import InputError, RunInterrupted
 from auditor.core.results import Run
-from auditor.environments.runner import UpgradeEvents
+from auditor.environments.runner import SideEvents
 
 SITE_DIR = "site"
 LOCK = "versions"  # the venvs are `auditor versions`' own (releases/RELEASE): one lock for both
 
 
-class AtlasEvents(UpgradeEvents):
+class AtlasEvents(SideEvents):
     """What an atlas call tells as it goes; the default tells nothing (the CLI prints)."""
 
     def present(self, planned: PlannedRun) -> None:
@@ -180,9 +181,8 @@ def _sweep_here(planned: PlannedRun, plan: AtlasPlan, sweep_events) -> tuple[Run
     from auditor.sweeping.events import SweepEvents
     from auditor.sweeping.options import make_request
 
-    values = sweep_values(plan.sweep)
-    options = {k: v for k, v in values.items() if v not in (None, "")}
+    options = {k: v for k, v in dataclasses.asdict(plan.sweep).items() if v not in (None, "", (), False)}
     request = make_request(output=planned.outdir, overwrite=True, engines=plan.engines, **options)
     from auditor.environments.engine_sweeps import run_sweep
 
-    return run_sweep(request, sweep_events or SweepEvents(), UpgradeEvents()).all_runs
+    return run_sweep(request, sweep_events or SweepEvents(), SideEvents()).all_runs

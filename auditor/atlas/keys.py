@@ -6,8 +6,9 @@ installed beside it: `vllm==0.34.0`; () where only the emulations ran) and by wh
 from the request; an added run's from its header; the two spell it alike, so that a run already in
 the atlas is never swept again, whoever made it.
 
-The atlas selects model types so that every release accepts them (`selection_flags`): the sweep's
---allow-absent, so that a type a release does not have yet (ergo before 5.25.0) is absent from
+The atlas selects model types so that every release accepts them (plan.py, with
+environments.steps.allowing_absent): each name its own --models, and the sweep's --allow-absent,
+so that a type a release does not have yet (ergo before 5.25.0) is absent from
 its run instead of refusing the sweep. Runs made before that option selected with `--models .*
 --exclude '(?!(?:a|b)$).*'`; `canonical` reads that form back as the same selection.
 """
@@ -76,12 +77,6 @@ def canonical(models: Sequence[str], exclude: Sequence[str] = ()) -> tuple[str, 
     elif models == [ALL]:
         models = []
     return tuple(sorted(set(models))) + tuple(sorted({f"!{e}" for e in exclude}))
-
-
-def selection_flags(models: Sequence[str], exclude: Sequence[str] = ()) -> dict:
-    """The sweep's selection values that select `models` in every release, those it lacks left
-    out and named (--allow-absent); every type where `models` is empty."""
-    return {"models": list(models), "exclude": list(exclude), "allow_absent": bool(models)}
 
 
 def key_of(info: RunInfo) -> RunKey:

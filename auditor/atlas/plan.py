@@ -13,16 +13,18 @@ database as it goes, after the added runs are in).
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
-from auditor.atlas.keys import RunKey, canonical, minor, public, selection_flags
+from auditor.atlas.keys import RunKey, canonical, minor, public
 from auditor.core.errors import InputError
 from auditor.environments.steps import Step
 from auditor.sweeping import validate as rules
+from auditor.sweeping.sides import SideSweep, side_sweep
 
 WHAT = "atlas"
 RUNS_DIR = "runs"  # DIR/runs/<key slug>/: the run folders the atlas swept
@@ -45,7 +47,7 @@ class AtlasPlan:
     adds: tuple[Path, ...]  # run folders to import
     runs: tuple[PlannedRun, ...]  # in release order
     skipped: tuple[str, ...]  # releases left out, each with why
-    sweep: dict  # the sweep's options every run shares (models, exclude, checks, jobs, ...)
+    sweep: SideSweep  # what every run sweeps (its selection, checks, jobs, ...; its folder aside)
     engines: tuple[str, ...] = ()
 
 
@@ -83,12 +85,13 @@ def installed_transformers() -> str:
         return ""
 
 
-def plan_atlas(directory: str | os.PathLike, *, transformers: str | None = None, add: Sequence[str] = (),
-               engines: Sequence[str] = (), models: Sequence[str] = (), exclude: Sequence[str] = (),
-               checks: str | None = None, jobs: int | None = None, timeout: float | None = None,
-               executor: str | None = None, ray_address: str | None = None, index=None) -> AtlasPlan:
-    """The atlas call's plan; bad input is an InputError, before any sweep or install."""
+def plan_atlas(directory: str | os.PathLike, sweep: SideSweep | None = None, *, transformers: str | None = None,
+               add: Sequence[str] = (), engines: Sequence[str] = (), index=None, **options) -> AtlasPlan:
+    """The atlas call's plan; bad input is an InputError, before any sweep or install. `sweep` (a
+    SideSweep), or its fields as keyword `options` (models, exclude, checks, jobs, timeout,
+    executor, ray_address), is what every release sweeps."""
     from auditor.environments import runner
+    from auditor.environments.steps import allowing_absent
     from auditor.sweeping.options import DEFAULT_CHECKS, listed
 
     directory = Path(directory).resolve()
@@ -99,19 +102,21 @@ def plan_atlas(directory: str | os.PathLike, *, transformers: str | None = None,
     if not transformers:
         if not adds:
             raise InputError("nothing to do: give --transformers RELEASES to sweep, or --add RUN to import")
-        return AtlasPlan(directory, adds, (), (), {}, tuple(engines))
-    rules.check_limits(jobs=jobs, timeout=timeout)
-    rules.refuse_ray_options(executor, {"ray_address": ray_address})
-    checks = checks if checks is not None else ",".join(DEFAULT_CHECKS)
+        return AtlasPlan(directory, adds, (), (), SideSweep(), tuple(engines))
+    sweep = side_sweep(sweep, **options)
+    rules.check_limits(jobs=sweep.jobs, timeout=sweep.timeout)
+    rules.refuse_ray_options(sweep.executor, {"ray_address": sweep.ray_address})
+    checks = sweep.checks if sweep.checks is not None else DEFAULT_CHECKS
     rules.check_names(checks)
     chosen = parse_releases(transformers, index)
     here = installed_transformers()
     specs = runner.parse_engines(engines) if engines else ()
-    sweep = {"models": list(models), "exclude": list(exclude), "checks": checks, "jobs": jobs, "timeout": timeout,
-             "executor": executor, "ray_address": ray_address}
-    selection = canonical(listed(models), listed(exclude))
+    # The selection in the form every release takes: each name its own --models, --allow-absent.
+    models, exclude = listed(sweep.models), listed(sweep.exclude)
+    sweep = allowing_absent(dataclasses.replace(sweep, models=models, exclude=exclude, checks=checks))
+    selection = canonical(models, exclude)
     planned, skipped = [], []
-    on_cluster = executor == "ray"
+    on_cluster = sweep.executor == "ray"
     away = [r for r in chosen if r != here]
     setup = runner.side_setup(WHAT, engines) if away or on_cluster else None
     for release in chosen:
@@ -153,23 +158,15 @@ def _torch(here: bool, specs) -> str:
     return public(TORCH)
 
 
-def sweep_values(sweep: dict) -> dict:
-    """The sweep's options of a planned run: the selection in the form every release takes."""
-    from auditor.sweeping.options import listed
-
-    values = {k: v for k, v in sweep.items() if k not in ("models", "exclude")}
-    return {**selection_flags(listed(sweep["models"]), listed(sweep["exclude"])), **values}
-
-
-def _venv_steps(release: str, outdir: Path, setup, sweep: dict) -> tuple[Step, ...]:
+def _venv_steps(release: str, outdir: Path, setup, sweep: SideSweep) -> tuple[Step, ...]:
     from auditor.environments import runner
-    from auditor.environments.steps import parse_transformers, sweep_flags
+    from auditor.environments.steps import parse_transformers
     from auditor.environments.venvs import RELEASES_ENVDIR, release_steps
 
-    values = sweep_values(sweep)
-    flags = sweep_flags(models=values["models"], exclude=values["exclude"], checks=values["checks"],
-                        policies=runner.engine_policies(setup, None), jobs=values["jobs"], timeout=values["timeout"])
+    # The venv runs the local pool (the Ray executor is the cluster's: atlas/cluster.py).
+    local = dataclasses.replace(sweep, executor=None, ray_address=None,
+                                policies=runner.engine_policies(setup, sweep.policies))
     install, run = release_steps(parse_transformers(release, Path.cwd()), outdir=outdir,
                                  envdir=setup.home / RELEASES_ENVDIR / release, noxfile=runner.NOXFILE,
-                                 nox=setup.nox, sweep=flags, label="", resume=False, env=setup.env)
+                                 nox=setup.nox, sweep=local, label="", env=setup.env)
     return install, run

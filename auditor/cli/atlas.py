@@ -32,6 +32,10 @@ from auditor.cli import EXIT_INTERRUPTED, EXIT_OK
 from auditor.cli.releases import PrintedEvents, add_engine_argument
 from auditor.core.errors import RunInterrupted
 from auditor.sweeping.options import add_side_arguments
+from auditor.sweeping.sides import side_sweep_of
+
+# The sweep options every release's sweep gets, as the sweep declares them.
+SIDE_OPTIONS = ("models", "exclude", "checks", "jobs", "timeout", "executor", "ray_address")
 
 
 def add_parser(subparsers) -> None:
@@ -42,7 +46,7 @@ def add_parser(subparsers) -> None:
                    help="releases to sweep: 5.24.0,5.25.0 or a range 5.20.0..5.25.0 (from the package index)")
     p.add_argument("--add", nargs="+", default=[], metavar="RUN", help="run folders (or results.jsonl files) to import")
     sweep = p.add_argument_group("sweep options, the same for every release (defaults: the sweep's)")
-    add_side_arguments(sweep, ("models", "exclude", "checks", "jobs", "timeout", "executor", "ray_address"))
+    add_side_arguments(sweep, SIDE_OPTIONS)
     add_engine_argument(sweep)
     p.set_defaults(handler=run_atlas)
 
@@ -51,9 +55,8 @@ def run_atlas(args: argparse.Namespace) -> int:
     from auditor.atlas.grid import update
     from auditor.atlas.plan import plan_atlas
 
-    plan = plan_atlas(args.directory, transformers=args.transformers, add=args.add, engines=args.engines,
-                      models=args.models, exclude=args.exclude, checks=args.checks, jobs=args.jobs,
-                      timeout=args.timeout, executor=args.executor, ray_address=args.ray_address)
+    plan = plan_atlas(args.directory, side_sweep_of(args, SIDE_OPTIONS), transformers=args.transformers,
+                      add=args.add, engines=args.engines)
     for why in plan.skipped:
         print(f"auditor atlas: skipped {why}", file=sys.stderr)
     try:

@@ -33,7 +33,16 @@ from auditor.cli import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK
 from auditor.cli.releases import PrintedEvents, add_engine_argument
 from auditor.core.errors import InputError
 from auditor.sweeping.options import add_side_arguments
-from auditor.upgrade.bisect_run import WHAT, Probe, bisect_commits, bisect_probe, bisect_releases, bisect_step
+from auditor.sweeping.sides import side_sweep_of
+from auditor.upgrade.bisect_run import (
+    STEP_OPTIONS,
+    WHAT,
+    Probe,
+    bisect_commits,
+    bisect_probe,
+    bisect_releases,
+    bisect_step,
+)
 from auditor.upgrade.bisection import GIT_ABORT, BisectTarget, State, changed_columns
 
 # bisect-step's own paragraph of the docstring: its --help (and the reference) do not repeat bisect's
@@ -71,14 +80,14 @@ def _cell_arguments(p: argparse.ArgumentParser) -> None:
                    help="the matrix column, e.g. decorate/decoder/legacy (default: any cell of the type)")
     add_side_arguments(p.add_argument_group("the sweep of each step (defaults: the sweep's; --checks and "
                                             "--policies only without COLUMN)"),
-                       ("checks", "policies", "jobs", "timeout"), jobs=1)
+                       STEP_OPTIONS, jobs=1)
     add_engine_argument(p)
 
 
 def _probe(args: argparse.Namespace, outdir: Path) -> Probe:
     """The cell and its sweep, checked before anything is installed."""
-    return bisect_probe(args.model_type, args.column, outdir=outdir, checks=args.checks, policies=args.policies,
-                        jobs=args.jobs, timeout=args.timeout, engines=args.engines)
+    return bisect_probe(args.model_type, args.column, side_sweep_of(args, STEP_OPTIONS), outdir=outdir,
+                        engines=args.engines)
 
 
 def run_bisect(args: argparse.Namespace) -> int:

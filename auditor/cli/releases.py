@@ -1,7 +1,7 @@
 """What the CLIs of `upgrade-check`, `bisect` and `versions` share: their progress, printed.
 
 Not a subcommand. The runners are auditor/upgrade/ (check.py, bisect_run.py, versions.py); they
-report to an `UpgradeEvents`, and this one prints it on stderr, so that stdout holds only the
+report to a `SideEvents`, and this one prints it on stderr, so that stdout holds only the
 verdict.
 """
 
@@ -13,7 +13,7 @@ from pathlib import Path
 import auditor.engines as engines
 from auditor.cli import note_damage
 from auditor.core.results import Run
-from auditor.environments.runner import UpgradeEvents, describe_install
+from auditor.environments.runner import SideEvents, describe_install
 from auditor.environments.steps import Step
 
 _EXAMPLE = engines.example_requirement()
@@ -55,7 +55,7 @@ def print_dry_run(steps) -> None:
         print(step.shell())
 
 
-class PrintedEvents(UpgradeEvents):
+class PrintedEvents(SideEvents):
     """Each event on stderr, as `auditor WHAT: ...`."""
 
     def __init__(self, what: str) -> None:

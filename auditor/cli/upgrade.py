@@ -28,7 +28,11 @@ from auditor.cli.releases import (
 )
 from auditor.core.errors import InputError
 from auditor.sweeping.options import add_side_arguments
+from auditor.sweeping.sides import side_sweep_of
 from auditor.upgrade.check import WHAT, plan_check, run_check
+
+# The sweep options both sides get, as the sweep declares them.
+SIDE_OPTIONS = ("models", "exclude", "checkpoints", "checks", "policies", "jobs", "timeout")
 
 
 def add_parser(subparsers) -> None:
@@ -39,7 +43,7 @@ def add_parser(subparsers) -> None:
     p.add_argument("--to", dest="new", metavar="VERSION_OR_PATH",
                    help="the transformers to upgrade to (default with --to-engine: the --from one)")
     sweep = p.add_argument_group("sweep options, the same for both sides (defaults: the sweep's)")
-    add_side_arguments(sweep, ("models", "exclude", "checkpoints", "checks", "policies", "jobs", "timeout"))
+    add_side_arguments(sweep, SIDE_OPTIONS)
     add_engine_argument(sweep)
     sweep.add_argument("--to-engine", dest="to_engines", action="append", default=[], metavar="NAME==VERSION",
                        help="an engine upgrade: the new side gets this release in place of --engine's of that "
@@ -61,11 +65,9 @@ def add_parser(subparsers) -> None:
 def run_upgrade_check(args: argparse.Namespace) -> int:
     if args.new is None and not args.to_engines:
         raise InputError("upgrade-check needs --to (or --to-engine, for an engine upgrade)")
-    plan = plan_check(args.base, args.new if args.new is not None else args.base, models=args.models, exclude=args.exclude, checks=args.checks,
-                      checkpoints=args.checkpoints,
-                      policies=args.policies, jobs=args.jobs, timeout=args.timeout, output=args.output,
-                      allow=args.allow, resume=args.resume, overwrite=args.overwrite, engines=args.engines,
-                      to_engines=args.to_engines)
+    plan = plan_check(args.base, args.new if args.new is not None else args.base,
+                      side_sweep_of(args, SIDE_OPTIONS), output=args.output, allow=args.allow,
+                      resume=args.resume, overwrite=args.overwrite, engines=args.engines, to_engines=args.to_engines)
     if args.dry_run:
         print_dry_run(plan.steps)
         return EXIT_OK

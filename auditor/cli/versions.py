@@ -25,8 +25,12 @@ from pathlib import Path
 from auditor.cli import EXIT_INTERRUPTED, EXIT_OK, UsageError
 from auditor.cli.releases import PrintedEvents, add_engine_argument, print_dry_run
 from auditor.sweeping.options import add_side_arguments
+from auditor.sweeping.sides import side_sweep_of
 from auditor.upgrade import versions as versions_run
 from auditor.upgrade.versions import WHAT, VersionsReport
+
+# The sweep options every release's sweep gets, as the sweep declares them.
+SIDE_OPTIONS = ("models", "exclude", "checks", "policies", "jobs", "timeout", "executor", "ray_address", "shard")
 
 
 def add_parser(subparsers) -> None:
@@ -34,8 +38,7 @@ def add_parser(subparsers) -> None:
                               description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("releases", nargs="?", metavar="RELEASES", help="5.20.0,5.22.0 or a specifier such as '>=5.20,<5.25'")
     sweep = p.add_argument_group("sweep options, the same for every release (defaults: the sweep's)")
-    add_side_arguments(sweep, ("models", "exclude", "checks", "policies", "jobs", "timeout", "executor",
-                               "ray_address", "shard"))
+    add_side_arguments(sweep, SIDE_OPTIONS)
     add_engine_argument(sweep)
     out = p.add_argument_group("output")
     out.add_argument("--output", "-o", type=Path, metavar="OUTDIR", help="default: reports/versions-FIRST-to-LAST")
@@ -53,10 +56,9 @@ def run_versions(args: argparse.Namespace) -> int:
         if args.releases or args.output is None:
             raise UsageError("--merge takes no RELEASES, and -o OUTDIR: the directory holding the runs")
         return _print_report(versions_run.merge_versions(Path.cwd() / args.output, events))
-    plan = versions_run.plan_versions(
-        args.releases, models=args.models, exclude=args.exclude, checks=args.checks, policies=args.policies,
-        jobs=args.jobs, timeout=args.timeout, executor=args.executor, ray_address=args.ray_address,
-        shard=args.shard, output=args.output, resume=args.resume, overwrite=args.overwrite, engines=args.engines)
+    plan = versions_run.plan_versions(args.releases, side_sweep_of(args, SIDE_OPTIONS),
+                                      output=args.output, resume=args.resume, overwrite=args.overwrite,
+                                      engines=args.engines)
     if args.dry_run:
         print_dry_run(plan.steps)
         return EXIT_OK

@@ -28,8 +28,8 @@ from pathlib import Path
 from auditor.core.errors import InputError, RunInterrupted
 from auditor.core.results import Run
 from auditor.environments import runner
-from auditor.environments.runner import UpgradeEvents
-from auditor.environments.steps import Step, Transformers, UpgradeSide
+from auditor.environments.runner import SideEvents
+from auditor.environments.steps import Side, Step, Transformers
 
 WHAT = "sweep --engine"
 ENGINES_DIR = "engines"  # OUTPUT/engines/NAME-VERSION: the run of each engine's venv
@@ -44,7 +44,7 @@ class EngineSweep:
 
     spec: object  # auditor.environments.engines.EngineSpec
     here: bool
-    side: UpgradeSide | None = None
+    side: Side | None = None
     install: Step | None = None
     sweep: Step | None = None
 
@@ -159,7 +159,8 @@ def _runs_here(check) -> bool:
 def _venv_sweep(spec, engine, setup, transformers: Transformers, outdir: Path, request) -> EngineSweep:
     from auditor.environments.engines import ENGINES_ENV
     from auditor.environments.venvs import release_steps
-    from auditor.sweeping.options import side_flags, side_path
+    from auditor.sweeping.options import side_path
+    from auditor.sweeping.sides import SideSweep
 
     checks = own_checks(engine, request.checks)
     if not checks:
@@ -171,9 +172,9 @@ def _venv_sweep(spec, engine, setup, transformers: Transformers, outdir: Path, r
     from auditor.checks import across_releases
 
     weights_from = side_path(request.weights_from) if across_releases(checks) and request.weights_from else None
-    sweep = side_flags(models=request.models, exclude=request.exclude, checks=",".join(checks),
-                       policies=engine.policy, jobs=request.jobs, timeout=request.timeout, shard=request.shard,
-                       checkpoints=[side_path(folder) for folder in request.checkpoints], weights_from=weights_from)
+    sweep = SideSweep(models=request.models, exclude=request.exclude, checks=tuple(checks),
+                      policies=(engine.policy,), jobs=request.jobs, timeout=request.timeout, shard=request.shard,
+                      checkpoints=tuple(side_path(folder) for folder in request.checkpoints), weights_from=weights_from)
     label = f"{engine.title} {spec.version} (venv)"
     install, run = release_steps(transformers, outdir=(outdir / ENGINES_DIR / name).resolve(),
                                  envdir=setup.home / ENGINES_DIR / name, noxfile=runner.NOXFILE, nox=setup.nox,
@@ -183,14 +184,14 @@ def _venv_sweep(spec, engine, setup, transformers: Transformers, outdir: Path, r
     return EngineSweep(spec, False, side, dataclasses.replace(install, side=side), dataclasses.replace(run, side=side))
 
 
-def install_engines(plan: EnginePlan, events: UpgradeEvents, *, resume: bool, overwrite: bool) -> None:
+def install_engines(plan: EnginePlan, events: SideEvents, *, resume: bool, overwrite: bool) -> None:
     """Every engine venv made or brought up to date; an InputError naming the one that could not be."""
     for engine in plan.venvs:
         runner.prepare_outdir(engine.outdir, resume=resume, overwrite=overwrite)
     _run(plan, [e.install for e in plan.venvs], events)
 
 
-def sweep_engines(plan: EnginePlan, events: UpgradeEvents) -> tuple[Run, ...]:
+def sweep_engines(plan: EnginePlan, events: SideEvents) -> tuple[Run, ...]:
     """Each engine venv's sweep, and its run read back (refused if it ran another engine release
     or transformers than planned)."""
     _run(plan, [e.sweep for e in plan.venvs], events)
@@ -199,7 +200,7 @@ def sweep_engines(plan: EnginePlan, events: UpgradeEvents) -> tuple[Run, ...]:
                  for e in plan.venvs)
 
 
-def _run(plan: EnginePlan, steps: Sequence[Step], events: UpgradeEvents) -> None:
+def _run(plan: EnginePlan, steps: Sequence[Step], events: SideEvents) -> None:
     if not steps:
         return
     try:
@@ -228,7 +229,7 @@ class EngineOutcome:
         return dataclasses.replace(self.outcome, files=self.written, gate_hits=self.gate_hits, engine_runs=self.runs)
 
 
-def run_sweep(request, events, venv_events: UpgradeEvents | None = None, rules: tuple = (),
+def run_sweep(request, events, venv_events: SideEvents | None = None, rules: tuple = (),
               expected=None) -> EngineOutcome:
     """One sweep, wherever it runs: here alone (auditor.sweeping.run.run_request) when
     `request.engines` is empty, else with each --engine's venv too (`sweep_with_engines`). The one
@@ -241,7 +242,7 @@ def run_sweep(request, events, venv_events: UpgradeEvents | None = None, rules: 
     return sweep_with_engines(request, events, venv_events, rules=rules, expected=expected)
 
 
-def sweep_with_engines(request, events, upgrade_events: UpgradeEvents | None = None, rules: tuple = (),
+def sweep_with_engines(request, events, venv_events: SideEvents | None = None, rules: tuple = (),
                        expected=None) -> EngineOutcome:
     """`auditor sweep --engine ...`: every input checked (this sweep's, then the engines'), the
     engine venvs installed, this environment swept, then each venv, and OUTPUT's report
@@ -256,16 +257,16 @@ def sweep_with_engines(request, events, upgrade_events: UpgradeEvents | None = N
     from auditor.sweeping.tables import extra_files
     from auditor.sweeping.validate import validate
 
-    upgrade_events = upgrade_events or UpgradeEvents()
+    venv_events = venv_events or SideEvents()
     checked = checked_engines(request)  # the engines first: nothing is made for a refused one
     request = dataclasses.replace(request, checks=checks_here(request.checks, checked))
     here = validate(dataclasses.replace(request, engines=()))
     select(here, SweepEvents())  # an empty selection too, before a venv is made
     outdir = here.outdir
     plan = plan_engines(dataclasses.replace(request, output=outdir), outdir, checked)
-    install_engines(plan, upgrade_events, resume=request.resume, overwrite=request.overwrite)
+    install_engines(plan, venv_events, resume=request.resume, overwrite=request.overwrite)
     outcome = run_request(dataclasses.replace(plan.request, engines=()), events, rules, expected)
-    runs = sweep_engines(plan, upgrade_events)
+    runs = sweep_engines(plan, venv_events)
     if not runs:
         return EngineOutcome(outcome, (), outcome.files, outcome.gate_hits)
     every = (outcome.run, *runs)

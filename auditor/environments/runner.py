@@ -5,7 +5,7 @@ The steps themselves are planned elsewhere (steps.py, venvs.py, and the commands
 they run, one nox process each, under a lock per command and venv home (a second run waits rather
 than install into venvs the first is sweeping). How the venvs are made (SideSetup), how a failed
 step is told, reading a step's results and the output directories are here too, so each is
-written once. Nothing here prints: what a person should see goes to an `UpgradeEvents`.
+written once. Nothing here prints: what a person should see goes to a `SideEvents`.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from auditor.core.errors import InputError
 from auditor.core.hints import nox_hint
 from auditor.core.results import ResultsFileError, Run, read_run
 from auditor.environments.installer import INSTALLER_ENV
-from auditor.environments.steps import Step, UpgradeSide, installed_mismatch
+from auditor.environments.steps import Side, Step, installed_mismatch
 
 # The sides' nox sessions, shipped in the package (a test seam: read at call time).
 NOXFILE = Path(__file__).resolve().parent / "sides" / "noxfile.py"
@@ -41,7 +41,7 @@ class SideSetup:
     nox: tuple[str, ...]
     home: Path
     installer: str  # "uv" or "pip"
-    engines: tuple = ()  # upgrade.engines.EngineSpec, installed into every side
+    engines: tuple = ()  # environments.engines.EngineSpec, installed into every side
     env_items: tuple[tuple[str, str], ...] = ()
 
     @property
@@ -115,20 +115,19 @@ def refuse_excluded(setup: SideSetup, transformers: str, given: str) -> None:
                              "choose a release in that range or another --engine")
 
 
-def engine_policies(setup: SideSetup, policies: str | None) -> str | None:
-    """`policies` plus each engine's own policy (vllm), so that the sweep runs the engine's own
-    functions where the auditor has a variant that calls them."""
+def engine_policies(setup: SideSetup, policies: Sequence[str] | None) -> tuple[str, ...] | None:
+    """`policies` (None: the sweep's default) plus each engine's own policy (vllm), so that the
+    sweep runs the engine's own functions where the auditor has a variant that calls them."""
     if not setup.engines:
         return policies
     from auditor import engines as known
-    from auditor.sweeping.options import DEFAULT_POLICIES
+    from auditor.sweeping.options import DEFAULT_POLICIES, listed
 
-    names = [p.strip() for p in (policies if policies is not None else ",".join(DEFAULT_POLICIES)).split(",")
-             if p.strip()]
-    return ",".join(dict.fromkeys([*names, *(known.get(e.name).policy for e in setup.engines)]))
+    names = listed(policies) if policies is not None else DEFAULT_POLICIES
+    return tuple(dict.fromkeys([*names, *(known.get(e.name).policy for e in setup.engines)]))
 
 
-class UpgradeEvents:
+class SideEvents:
     """What the runners tell as they go. The default tells nothing; the CLI prints (to stderr:
     stdout holds only the verdict). Subclass it and override what you want."""
 
@@ -157,7 +156,7 @@ def require_nox(what: str) -> None:
 
 
 @contextlib.contextmanager
-def venv_lock(name: str, events: UpgradeEvents) -> Iterator[None]:
+def venv_lock(name: str, events: SideEvents) -> Iterator[None]:
     """Runs of one command share its venvs: the second waits rather than install into them while
     the first sweeps. `name`: the lock's, NAME.lock in the venv home."""
     from auditor.environments.selfdist import venv_home
@@ -178,13 +177,13 @@ def venv_lock(name: str, events: UpgradeEvents) -> Iterator[None]:
         yield
 
 
-def run_step(step: Step, events: UpgradeEvents) -> int:
+def run_step(step: Step, events: SideEvents) -> int:
     """Run one nox step, its output on stderr; its exit code (a test seam: tests stand in for it)."""
     events.step(step)
     return subprocess.run(step.argv, env={**os.environ, **step.env}, stdout=_stderr_fd(), check=False).returncode
 
 
-def run_steps(steps: Sequence[Step], events: UpgradeEvents) -> None:
+def run_steps(steps: Sequence[Step], events: SideEvents) -> None:
     """Run each step in turn; the first that fails is an InputError (`step_failed`)."""
     for step in steps:
         code = run_step(step, events)
@@ -230,7 +229,7 @@ def _stderr_fd() -> int | None:
         return None
 
 
-def read_side(outdir: Path, context: str, events: UpgradeEvents) -> Run:
+def read_side(outdir: Path, context: str, events: SideEvents) -> Run:
     """The run a step wrote in `outdir`; an InputError starting with `context` when it cannot be read."""
     try:
         run = read_run(outdir)
@@ -241,7 +240,7 @@ def read_side(outdir: Path, context: str, events: UpgradeEvents) -> Run:
     return run
 
 
-def read_swept(side: UpgradeSide, events: UpgradeEvents, *, context: str, hint: str) -> Run:
+def read_swept(side: Side, events: SideEvents, *, context: str, hint: str) -> Run:
     """The run of a side's sweep (`context` starts the error when there is none), refused when it
     ran another transformers than the side asked for (`hint` follows the reason)."""
     run = read_side(side.outdir, context, events)

@@ -11,13 +11,14 @@ runner.py runs the steps.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from auditor.sweeping.options import side_flags
+from auditor.sweeping.sides import SideSweep
 
 SESSION = "upgrade_check"
 TRANSFORMERS_ENV = "AUDITOR_TRANSFORMERS"
@@ -25,7 +26,7 @@ EXTRAS_ENV = "AUDITOR_EXTRAS"  # the project's extras in the venv, "[ray]" for -
 _ARCHIVES = (".whl", ".tar.gz", ".zip")
 
 
-class UpgradeSpecError(ValueError):
+class TransformersSpecError(ValueError):
     """A --from/--to that is neither a release nor an existing wheel, sdist or source tree."""
 
 
@@ -44,7 +45,7 @@ class Transformers:
 
 
 @dataclass(frozen=True)
-class UpgradeSide:
+class Side:
     name: str  # "base" or "new"
     transformers: Transformers
     outdir: Path  # the side's run directory
@@ -64,7 +65,7 @@ class UpgradeSide:
 class Step:
     """One nox invocation: installing or sweeping one side."""
 
-    side: UpgradeSide
+    side: Side
     action: str  # "install" or "sweep"
     argv: tuple[str, ...]
     env: Mapping[str, str] = field(default_factory=dict)  # added to the caller's environment
@@ -101,17 +102,17 @@ def _local_transformers(text: str, cwd: Path) -> Transformers:
     path = cwd / Path(text).expanduser()
     if text and path.is_dir():
         if not ((path / "pyproject.toml").is_file() or (path / "setup.py").is_file()):
-            raise UpgradeSpecError(f"{text!r} is a directory without pyproject.toml or setup.py, "
+            raise TransformersSpecError(f"{text!r} is a directory without pyproject.toml or setup.py, "
                                    "not a transformers source tree")
         path = path.resolve()
         return Transformers(given=text, requirement=str(path), version="", slug=_slug(path.name))
     if text and path.is_file():
         if not path.name.endswith(_ARCHIVES):
-            raise UpgradeSpecError(f"{text!r} is not a wheel or sdist ({', '.join(_ARCHIVES)})")
+            raise TransformersSpecError(f"{text!r} is not a wheel or sdist ({', '.join(_ARCHIVES)})")
         version = archive_version(path.name)
         return Transformers(given=text, requirement=str(path.resolve()), version=version,
                             slug=_slug(version or _strip_archive(path.name)))
-    raise UpgradeSpecError(f"{text!r} is neither a transformers version (such as 5.18.0) "
+    raise TransformersSpecError(f"{text!r} is neither a transformers version (such as 5.18.0) "
                            "nor an existing wheel, sdist or source directory")
 
 
@@ -140,22 +141,14 @@ def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._+-]+", "_", text).strip("_") or "local"
 
 
-def sweep_flags(*, models: Sequence[str] = (), exclude: Sequence[str] = (), checks: str | None = None,
-                policies: str | None = None, jobs: int | None = None, timeout: float | None = None,
-                **more) -> list[str]:
-    """The `auditor sweep` options both sides share, spelled by the sweep's own declarations; an
-    option not given keeps the sweep's default. Named types may be absent from one side's
-    release (--allow-absent): a type only the newer has is a new type of the diff, not a refusal."""
-    return side_flags(models=models, exclude=exclude, checks=checks, policies=policies, jobs=jobs,
-                      timeout=timeout, allow_absent=bool(models), **more)
+def allowing_absent(sweep: SideSweep) -> SideSweep:
+    """`sweep` as the sides of releases that differ in their types run it: a type --models names
+    may be absent from one side's release (--allow-absent), and a type only the newer has is a
+    new type of the diff, not a refusal."""
+    return dataclasses.replace(sweep, allow_absent=bool(sweep.models))
 
 
-def side_run_flags(outdir: Path, label: str, *, resume: bool) -> list[str]:
-    """Where a side's sweep writes, its label, and whether it continues an earlier run."""
-    return side_flags(output=outdir, label=label, resume=resume, overwrite=not resume)
-
-
-def installed_mismatch(side: UpgradeSide, installed: str) -> str | None:
+def installed_mismatch(side: Side, installed: str) -> str | None:
     """Why the transformers a side's results report is not the one asked for, or None when it is."""
     from packaging.version import InvalidVersion, Version
 
@@ -170,18 +163,20 @@ def installed_mismatch(side: UpgradeSide, installed: str) -> str | None:
     return f"the {side.name} side ran transformers {installed}, not {wanted}"
 
 
-def session_steps(side: UpgradeSide, *, session: str, noxfile: Path, nox: Sequence[str],
-                  label: str, envdir: Path | None = None, sweep: Sequence[str] = (), resume: bool = False,
+def session_steps(side: Side, *, session: str, noxfile: Path, nox: Sequence[str], label: str,
+                  envdir: Path | None = None, sweep: SideSweep | None = None,
                   env: Mapping[str, str] | None = None, extras: str = "") -> tuple[Step, Step]:
     """Installing `side` with the nox `session` of `noxfile` (its venv under `envdir`, nox's
-    default .nox/ next to the noxfile when None), and sweeping it into `side.outdir` with `sweep`
-    under the environment label `label`; `extras`: the project's extras in the venv ("[ray]").
-    Paths must be absolute: nox runs its sessions from the noxfile's directory."""
+    default .nox/ next to the noxfile when None), and sweeping it with `sweep` into `side.outdir`
+    under the environment label `label` (continuing what is there where `sweep.resume`, else
+    replacing it: the command has checked the folder); `extras`: the project's extras in the
+    venv ("[ray]"). Paths must be absolute: nox runs its sessions from the noxfile's directory."""
     if not (side.outdir.is_absolute() and noxfile.is_absolute() and (envdir is None or envdir.is_absolute())):
         raise ValueError("the steps of a venv need absolute paths")
     nox_cmd = (*nox, "--noxfile", str(noxfile), *(("--envdir", str(envdir)) if envdir else ()), "--session", session)
     env = {**(env or {}), TRANSFORMERS_ENV: side.transformers.requirement, **({EXTRAS_ENV: extras} if extras else {})}
     install = Step(side, "install", (*nox_cmd, "--install-only"), env)
-    run = Step(side, "sweep", (*nox_cmd, "--no-install", "--",
-                               *side_run_flags(side.outdir, label, resume=resume), *sweep), env)
+    sweep = sweep or SideSweep()
+    spelled = dataclasses.replace(sweep, output=side.outdir, label=label, overwrite=not sweep.resume).flags()
+    run = Step(side, "sweep", (*nox_cmd, "--no-install", "--", *spelled), env)
     return install, run

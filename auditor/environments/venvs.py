@@ -15,19 +15,20 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from auditor.environments.steps import SESSION, Step, Transformers, UpgradeSide, session_steps
+from auditor.environments.steps import SESSION, Side, Step, Transformers, session_steps
+from auditor.sweeping.sides import SideSweep
 
 RELEASE_SESSION = f"{SESSION}(new)"
 RELEASES_ENVDIR = Path("releases")
 
 
 def release_steps(spec: Transformers, *, outdir: Path, envdir: Path, noxfile: Path, nox: Sequence[str],
-                  sweep: Sequence[str], label: str, resume: bool = False, name: str = "",
-                  extras: str = "", env: Mapping[str, str] | None = None) -> tuple[Step, Step]:
-    """Installing `spec` into the venv under `envdir`, and sweeping it into `outdir` (absolute paths);
-    `name` is how the steps call it (default: its slug, the release)."""
+                  sweep: SideSweep, label: str, name: str = "", extras: str = "",
+                  env: Mapping[str, str] | None = None) -> tuple[Step, Step]:
+    """Installing `spec` into the venv under `envdir`, and sweeping it with `sweep` into `outdir`
+    (absolute paths); `name` is how the steps call it (default: its slug, the release)."""
     if not envdir.is_absolute():
         raise ValueError("release_steps needs absolute paths")
-    side = UpgradeSide(name or spec.slug, spec, outdir)
+    side = Side(name or spec.slug, spec, outdir)
     return session_steps(side, session=RELEASE_SESSION, noxfile=noxfile, nox=nox, label=label, envdir=envdir,
-                         sweep=sweep, resume=resume, env=env, extras=extras)
+                         sweep=sweep, env=env, extras=extras)

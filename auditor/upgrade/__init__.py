@@ -12,7 +12,7 @@
     report = upgrade.run_versions(upgrade.plan_versions(">=5.20,<5.25"))
 
 Each function raises `auditor.core.errors` kinds (InputError for bad input, found before any venv
-is touched; RunInterrupted on Ctrl-C) and reports progress to an `UpgradeEvents`; none prints.
+is touched; RunInterrupted on Ctrl-C) and reports progress to a `SideEvents`; none prints.
 The names are loaded on first use. The venvs these commands install and sweep are made and run by
 the layer below, auditor.environments (whose releases.py and sides/noxfile.py nox's own
 interpreter imports); the sides install the auditor that runs the command
@@ -24,7 +24,7 @@ from __future__ import annotations
 
 # name -> its module: upgrade's own, or the environments layer's (the venvs these commands run in).
 _EXPORTS = {
-    "UpgradeEvents": "auditor.environments.runner", "index_releases": "auditor.environments.releases",
+    "SideEvents": "auditor.environments.runner", "index_releases": "auditor.environments.releases",
     "UpgradeOutcome": "check", "plan_check": "check", "run_check": "check",
     "Probe": "bisect_run", "ReleaseBisection": "bisect_run", "CommitBisection": "bisect_run",
     "StepOutcome": "bisect_run", "bisect_probe": "bisect_run", "bisect_releases": "bisect_run",
@@ -33,9 +33,11 @@ _EXPORTS = {
     "run_versions": "versions", "merge_versions": "versions",
 }
 __all__ = sorted(_EXPORTS)
+_RENAMED = {"UpgradeEvents": "SideEvents"}  # earlier names, still given
 
 
 def __getattr__(name: str):
+    name = _RENAMED.get(name, name)
     if name not in _EXPORTS:
         raise AttributeError(f"module 'auditor.upgrade' has no attribute {name!r}")
     import importlib

@@ -11,6 +11,7 @@ is bisection.py's; nothing here prints.
 
 from __future__ import annotations
 
+import dataclasses
 import subprocess
 import sys
 from collections.abc import Sequence
@@ -21,11 +22,11 @@ from auditor.checks import across_releases
 from auditor.core.errors import InputError, RunInterrupted
 from auditor.environments import releases, runner
 from auditor.environments.releases import ReleaseError
-from auditor.environments.runner import UpgradeEvents
-from auditor.environments.steps import parse_transformers, sweep_flags
+from auditor.environments.runner import SideEvents
+from auditor.environments.steps import parse_transformers
 from auditor.environments.venvs import release_steps
 from auditor.sweeping import validate as rules
-from auditor.sweeping.options import side_flags
+from auditor.sweeping.sides import SideSweep, side_sweep
 from auditor.upgrade.bisection import (
     BisectError,
     BisectTarget,
@@ -42,7 +43,7 @@ from auditor.upgrade.bisection import (
     sweep_selection,
 )
 from auditor.upgrade.gitrepo import checked_repo, git
-from auditor.upgrade.plan import WEIGHTS, weights_flags
+from auditor.upgrade.plan import WEIGHTS, with_weights
 
 WHAT = "bisect"
 # How `git bisect run` starts a step: this auditor, by the interpreter running it (a test seam).
@@ -50,12 +51,14 @@ STEP_COMMAND = (sys.executable, "-m", "auditor")
 # bisect reuses upgrade-check's own new side (upgrade_check-new/, under the venv home) for every
 # release it tries: the bisect that follows an upgrade-check only switches transformers.
 BISECT_ENVDIR = Path(".")
+# The options of a step's sweep that `bisect` and `bisect-step` take (the type comes from the cell).
+STEP_OPTIONS = ("checks", "policies", "jobs", "timeout")
 
 
-def only_type(model_type: str) -> list[str]:
-    """Sweep options selecting one model type, that sweep to an empty run where the release lacks
-    it (--allow-absent; `--models TYPE` alone would refuse the run instead)."""
-    return side_flags(models=[model_type], allow_absent=True)
+def only_type(model_type: str, sweep: SideSweep | None = None) -> SideSweep:
+    """`sweep` selecting one model type, that sweeps to an empty run where the release lacks it
+    (--allow-absent; `--models TYPE` alone would refuse the run instead)."""
+    return dataclasses.replace(sweep or SideSweep(), models=(model_type,), allow_absent=True)
 
 
 def cells_of(run):
@@ -70,24 +73,23 @@ class Probe:
     """How each release or commit is measured: the cell, its sweep's options, where runs go."""
 
     cell: BisectTarget
-    sweep: tuple[str, ...]  # the sweep's options, as `auditor sweep` takes them
+    sweep: SideSweep  # the sweep of each release or commit (its run directory and label aside)
     outdir: Path
     step_options: tuple[str, ...] = ()  # the same, as `auditor bisect-step` takes them
     setup: runner.SideSetup | None = None  # how the venv is made (None: made on first use, no engine)
     # Whether its sweep runs the weights check: the good end saves its checkpoint, the others load it.
     weights: bool = False
 
-    def measure(self, requirement: str, name: str, events: UpgradeEvents, *, saves: bool = False) -> State | None:
+    def measure(self, requirement: str, name: str, events: SideEvents, *, saves: bool = False) -> State | None:
         """The cell's state under this transformers; None when it could not be installed or swept.
         `saves`: the good end, whose weights check saves the checkpoint every later step loads
         (probe.outdir/weights): a step's outputs are compared with the good release's."""
         spec = parse_transformers(requirement, Path.cwd())
         setup = self.setup or runner.side_setup(WHAT)
         envdir = setup.home / BISECT_ENVDIR
-        weights = weights_flags((self.outdir / WEIGHTS).resolve(), saves=saves) if self.weights else []
+        swept = with_weights(self.sweep, (self.outdir / WEIGHTS).resolve(), saves=saves) if self.weights else self.sweep
         install, sweep = release_steps(spec, outdir=self.outdir / name, envdir=envdir, noxfile=runner.NOXFILE,
-                                       nox=setup.nox, sweep=[*self.sweep, *weights], label=setup.label(name),
-                                       name=name, env=setup.env)
+                                       nox=setup.nox, sweep=swept, label=setup.label(name), name=name, env=setup.env)
         for step in (install, sweep):
             code = runner.run_step(step, events)
             if code:  # this release says nothing: the bisection skips it (an end of it is refused)
@@ -102,40 +104,40 @@ class Probe:
         return state
 
 
-def bisect_probe(model_type: str, column: str = "", *, outdir: Path, checks: str | None = None,
-                 policies: str | None = None, jobs: int = 1, timeout: float | None = None,
-                 engines: Sequence[str] = ()) -> Probe:
+def bisect_probe(model_type: str, column: str = "", sweep: SideSweep | None = None, *, outdir: Path,
+                 engines: Sequence[str] = (), **options) -> Probe:
     """The cell (COLUMN "" is any cell of the type) and the sweep that measures it, checked before
-    anything is installed: an InputError when they cannot be bisected. `engines` ("vllm==0.33.0")
-    are installed with every release; without COLUMN the sweep then also runs their own functions."""
+    anything is installed: an InputError when they cannot be bisected. `sweep` (a SideSweep), or
+    its fields as keyword `options` (checks, policies, jobs: default 1, timeout), is each step's
+    sweep. `engines` ("vllm==0.33.0") are installed with every release; without COLUMN the sweep
+    then also runs their own functions."""
     from auditor.sweeping.options import BY_NAME, DEFAULT_CHECKS, DEFAULT_POLICIES
 
+    given = side_sweep(sweep, **options)
+    given = dataclasses.replace(given, jobs=given.jobs if given.jobs is not None else 1)
     try:
         cell = parse_cell(model_type, column)
     except BisectError as exc:
         raise InputError(str(exc)) from None
-    rules.check_limits(jobs=jobs, timeout=timeout)
+    rules.check_limits(jobs=given.jobs, timeout=given.timeout)
     check, policy = sweep_selection(cell, _is_policy)
-    if cell.column and (checks or policies):
+    if cell.column and (given.checks or given.policies):
         raise InputError("--checks and --policies are for any cell of a type; COLUMN already names its check")
-    chosen = check or checks or ",".join(DEFAULT_CHECKS)
+    chosen = (check,) if check else given.checks or DEFAULT_CHECKS
     rules.check_names(chosen, cell.column or BY_NAME["checks"].flag)
-    chosen_policies = policy or policies or (None if cell.column else ",".join(DEFAULT_POLICIES))
+    chosen_policies = (policy,) if policy else given.policies or (None if cell.column else DEFAULT_POLICIES)
     setup = runner.side_setup(WHAT, engines)
     if not cell.column:
         chosen_policies = runner.engine_policies(setup, chosen_policies)
-    sweep = [*only_type(cell.model_type),
-             *sweep_flags(checks=chosen, policies=chosen_policies, jobs=jobs, timeout=timeout)]
-    return Probe(cell, tuple(sweep), outdir, _step_options(jobs, timeout, checks, policies, engines), setup,
-                 weights=bool(across_releases(chosen.split(","))))
+    measured = only_type(cell.model_type, dataclasses.replace(given, checks=chosen, policies=chosen_policies))
+    return Probe(cell, measured, outdir, _step_options(given, engines), setup, weights=bool(across_releases(chosen)))
 
 
-def _step_options(jobs: int, timeout: float | None, checks: str | None, policies: str | None,
-                  engines: Sequence[str]) -> tuple[str, ...]:
-    """bisect-step's own options (its parser's, which share their names with the sweep's)."""
-    return ("--jobs", str(jobs), *(("--timeout", f"{timeout:g}") if timeout else ()),
-            *(("--checks", checks) if checks else ()), *(("--policies", policies) if policies else ()),
-            *(option for engine in engines for option in ("--engine", engine)))
+def _step_options(given: SideSweep, engines: Sequence[str]) -> tuple[str, ...]:
+    """bisect-step's own options: the sweep's it takes (STEP_OPTIONS, by the sweep's own
+    spelling), and --engine."""
+    steps = SideSweep(**{name: getattr(given, name) for name in STEP_OPTIONS})
+    return (*steps.flags(), *(option for engine in engines for option in ("--engine", engine)))
 
 
 def _is_policy(name: str) -> bool:
@@ -161,10 +163,10 @@ class ReleaseBisection:
         return sorted((r for r, s in self.states.items() if s is None), key=self.span.index)
 
 
-def bisect_releases(probe: Probe, good: str, bad: str, events: UpgradeEvents | None = None) -> ReleaseBisection:
+def bisect_releases(probe: Probe, good: str, bad: str, events: SideEvents | None = None) -> ReleaseBisection:
     """The first release from `good` to `bad` where the cell is not as at `good`. An end that
     cannot be installed, or a cell the same at both ends, is an InputError; Ctrl-C is RunInterrupted."""
-    events = events or UpgradeEvents()
+    events = events or SideEvents()
     try:
         span = releases.releases_between(good, bad, releases.index_releases())
     except ReleaseError as exc:
@@ -213,10 +215,10 @@ class CommitBisection:
 
 
 def bisect_commits(probe: Probe, repo: Path, good: str, bad: str,
-                   events: UpgradeEvents | None = None) -> CommitBisection:
+                   events: SideEvents | None = None) -> CommitBisection:
     """The first commit from `good` to `bad` (refs of the checkout `repo`) where the cell changes.
     The checkout must be clean; it is left where it was. Ctrl-C is RunInterrupted."""
-    events = events or UpgradeEvents()
+    events = events or SideEvents()
     repo, (good_commit, bad_commit) = checked_repo(repo, (good, bad))
     if git(repo, "merge-base", "--is-ancestor", good_commit, bad_commit, check=False).returncode:
         raise InputError(f"--good {good} is not an ancestor of --bad {bad}")
@@ -250,7 +252,7 @@ def bisect_commits(probe: Probe, repo: Path, good: str, bad: str,
                            "only 'skip'ped commits left" in run.stdout, run.returncode)
 
 
-def _measure_ends(probe: Probe, repo: Path, ends: dict[str, str], events: UpgradeEvents) -> dict[str, State]:
+def _measure_ends(probe: Probe, repo: Path, ends: dict[str, str], events: SideEvents) -> dict[str, State]:
     states = {}
     with runner.venv_lock(runner.SIDES_LOCK, events):
         for name, commit in ends.items():
@@ -272,10 +274,10 @@ class StepOutcome:
 
 
 def bisect_step(probe: Probe, repo: Path, *, good_results: Path | None = None, good_status: str | None = None,
-                events: UpgradeEvents | None = None) -> StepOutcome:
+                events: SideEvents | None = None) -> StepOutcome:
     """Measure the checkout `repo` as it is and compare it with the good state: a run of a good
     commit (`good_results`) or the COLUMN's status there (`good_status`, `absent` for none)."""
-    events = events or UpgradeEvents()
+    events = events or SideEvents()
     repo, (head,) = checked_repo(repo, ("HEAD",), bisecting=True)
     if good_results is not None:
         good = cell_state(cells_of(runner.read_side(good_results, "--good-results: ", events)), probe.cell)

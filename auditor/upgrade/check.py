@@ -7,6 +7,7 @@ The diff of the two runs is `auditor.diff(outcome.base, outcome.new, allow)`.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -16,10 +17,11 @@ from auditor.checks import across_releases
 from auditor.core.errors import InputError, RunInterrupted
 from auditor.core.results import Run
 from auditor.environments import runner
-from auditor.environments.runner import UpgradeEvents
-from auditor.environments.steps import UpgradeSpecError, parse_transformers, sweep_flags
+from auditor.environments.runner import SideEvents
+from auditor.environments.steps import TransformersSpecError, allowing_absent, parse_transformers
 from auditor.sweeping import validate as rules
 from auditor.sweeping.options import side_path
+from auditor.sweeping.sides import SideSweep, side_sweep
 from auditor.upgrade.plan import UpgradePlan, default_outdir, plan_upgrade
 
 WHAT = "upgrade-check"
@@ -35,37 +37,38 @@ class UpgradeOutcome:
     written: tuple[Path, ...]
 
 
-def plan_check(base: str, new: str, *, models: Sequence[str] = (), exclude: Sequence[str] = (),
-               checks: str | None = None, policies: str | None = None, jobs: int | None = None,
-               timeout: float | None = None, output: str | os.PathLike | None = None,
+def plan_check(base: str, new: str, sweep: SideSweep | None = None, *, output: str | os.PathLike | None = None,
                allow: str | os.PathLike | None = None, resume: bool = False, overwrite: bool = False,
                cwd: Path | None = None, engines: Sequence[str] = (), to_engines: Sequence[str] = (),
-               checkpoints: Sequence[str] = ()) -> UpgradePlan:
+               **options) -> UpgradePlan:
     """The steps comparing transformers `base` and `new` (releases, or local wheels, sdists or
-    source trees); `output` (relative to `cwd`) defaults to reports/upgrade-BASE-to-NEW. Options
-    left None keep the sweep's defaults. `engines` ("vllm==0.33.0") are installed into both sides,
-    whose sweeps then also run the engines' own functions; `to_engines` ("vllm==0.34.0") replace
-    those of the same name on the new side (an engine upgrade: `new` may then be `base`). Bad
-    input (a side an engine excludes among it) is an InputError, found before any venv is touched.
-    `checkpoints` (--checkpoint folders, relative to `cwd`) are audited on both sides: does the
-    user's checkpoint still load, map and serve under the new release."""
+    source trees); `output` (relative to `cwd`) defaults to reports/upgrade-BASE-to-NEW. `sweep`
+    (a SideSweep), or its fields as keyword `options` (models, exclude, checks, policies, jobs,
+    timeout, checkpoints, ...), is what both sides sweep; an option not given keeps the sweep's
+    default. `engines` ("vllm==0.33.0") are installed into both sides, whose sweeps then also run
+    the engines' own functions; `to_engines` ("vllm==0.34.0") replace those of the same name on
+    the new side (an engine upgrade: `new` may then be `base`). Bad input (a side an engine
+    excludes among it) is an InputError, found before any venv is touched. `checkpoints`
+    (--checkpoint folders, relative to `cwd`) are audited on both sides: does the user's
+    checkpoint still load, map and serve under the new release."""
     from auditor.sweeping.options import DEFAULT_CHECKS, DEFAULT_POLICIES
 
-    rules.check_limits(jobs=jobs, timeout=timeout, resume=resume, overwrite=overwrite)
-    rules.check_selection(models, exclude)
+    sweep = side_sweep(sweep, resume=resume, **options)
+    rules.check_limits(jobs=sweep.jobs, timeout=sweep.timeout, resume=resume, overwrite=overwrite)
+    rules.check_selection(sweep.models, sweep.exclude)
     # Both sides get the checks and policies explicitly: they run this checkout, and a default
     # that changes between the two sweeps would make their columns differ.
-    checks = checks if checks is not None else ",".join(DEFAULT_CHECKS)
-    policies = policies if policies is not None else ",".join(DEFAULT_POLICIES)
+    checks = sweep.checks if sweep.checks is not None else DEFAULT_CHECKS
+    policies = sweep.policies if sweep.policies is not None else DEFAULT_POLICIES
     rules.check_names(checks)
     cwd = cwd or Path.cwd()
-    checkpoints = [side_path(folder, cwd) for folder in checkpoints or ()]
+    checkpoints = tuple(side_path(folder, cwd) for folder in sweep.checkpoints)
     rules.checkpoint_cases(checkpoints)
     if allow is not None:
         _read_allow_list(Path(allow))
     try:
         base_spec, new_spec = parse_transformers(base, cwd), parse_transformers(new, cwd)
-    except UpgradeSpecError as exc:
+    except TransformersSpecError as exc:
         raise InputError(str(exc)) from None
     setup = runner.side_setup(WHAT, engines)
     new_setup = runner.side_setup(WHAT, _upgraded(engines, to_engines)) if to_engines else setup
@@ -77,16 +80,15 @@ def plan_check(base: str, new: str, *, models: Sequence[str] = (), exclude: Sequ
     try:
         outdir = cwd / (output if output is not None else default_outdir(
             base_spec, new_spec, base_engines=setup.engine_labels, new_engines=new_setup.engine_labels))
+        sweep = allowing_absent(dataclasses.replace(sweep, checks=checks, checkpoints=checkpoints,
+                                                 policies=runner.engine_policies(setup, policies)))
         return plan_upgrade(
-            base_spec, new_spec, outdir=outdir, noxfile=runner.NOXFILE, nox=setup.nox,
-            sweep=sweep_flags(models=models, exclude=exclude, checks=checks,
-                              policies=runner.engine_policies(setup, policies), jobs=jobs, timeout=timeout,
-                              checkpoints=checkpoints),
-            resume=resume, envdir=setup.home, env=setup.env,
+            base_spec, new_spec, outdir=outdir, noxfile=runner.NOXFILE, nox=setup.nox, sweep=sweep,
+            envdir=setup.home, env=setup.env,
             engines=setup.engine_labels, new_engines=new_setup.engine_labels, new_env=new_setup.env,
-            weights=bool(across_releases([name.strip() for name in checks.split(",")])),
+            weights=bool(across_releases(checks)),
         )
-    except UpgradeSpecError as exc:
+    except TransformersSpecError as exc:
         raise InputError(str(exc)) from None
 
 
@@ -134,12 +136,12 @@ def _read_allow_list(path: Path) -> None:
         raise InputError(str(exc)) from None
 
 
-def run_check(plan: UpgradePlan, events: UpgradeEvents | None = None, *, resume: bool = False,
+def run_check(plan: UpgradePlan, events: SideEvents | None = None, *, resume: bool = False,
               overwrite: bool = False) -> UpgradeOutcome:
     """Install both sides, sweep each, and write their merged report. A side that cannot be
     installed or swept is an InputError; Ctrl-C is RunInterrupted (the finished rows are kept in
     `plan.outdir`: the same plan with resume continues)."""
-    events = events or UpgradeEvents()
+    events = events or SideEvents()
     for side in plan.sides:
         runner.prepare_outdir(side.outdir, resume=resume, overwrite=overwrite)
     try:

@@ -8,19 +8,20 @@ rather than after the first sweep. Nothing here runs anything: check.py runs the
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from auditor.environments.steps import (
+    Side,
     Step,
     Transformers,
-    UpgradeSide,
-    UpgradeSpecError,
+    TransformersSpecError,
     _slug,
     session_steps,
 )
-from auditor.sweeping.options import side_flags
+from auditor.sweeping.sides import SideSweep
 
 SIDES = ("base", "new")
 WEIGHTS = "weights"  # the folder of the older side's saved checkpoints (upgrade-check's, bisect's)
@@ -28,13 +29,13 @@ WEIGHTS = "weights"  # the folder of the older side's saved checkpoints (upgrade
 
 @dataclass(frozen=True)
 class UpgradePlan:
-    base: UpgradeSide
-    new: UpgradeSide
+    base: Side
+    new: Side
     outdir: Path  # holds base/, new/, the merged report and the diff
     steps: tuple[Step, ...]
 
     @property
-    def sides(self) -> tuple[UpgradeSide, UpgradeSide]:
+    def sides(self) -> tuple[Side, Side]:
         return self.base, self.new
 
 
@@ -50,37 +51,39 @@ def default_outdir(base: Transformers, new: Transformers, reports: Path = Path("
 
 
 def plan_upgrade(base: Transformers, new: Transformers, *, outdir: Path, noxfile: Path,
-                 nox: Sequence[str], sweep: Sequence[str] = (), resume: bool = False, envdir: Path | None = None,
+                 nox: Sequence[str], sweep: SideSweep | None = None, envdir: Path | None = None,
                  env: Mapping[str, str] | None = None, engines: Sequence[str] = (),
                  new_engines: Sequence[str] | None = None, new_env: Mapping[str, str] | None = None,
                  weights: bool = False) -> UpgradePlan:
-    """Install both sides, then sweep each into `outdir`/base and `outdir`/new (paths must be absolute:
-    nox runs its sessions from the noxfile's directory). `envdir`: where the venvs live (nox's
+    """Install both sides, then sweep each with `sweep` into `outdir`/base and `outdir`/new (paths
+    must be absolute: nox runs its sessions from the noxfile's directory). `envdir`: where the venvs live (nox's
     default: .nox/ next to the noxfile); `env`: what else the sessions read; `engines`: the
     engines every side has, for its label ("vllm 0.33.0"); `new_engines`, `new_env`: the new
     side's, where an engine upgrade makes them differ (`--to-engine`). `weights`: the sweeps run the
     weights check: the base side saves its checkpoints in `outdir`/weights and the new side loads
     those (a checkpoint of the older release under the newer)."""
+    sweep = sweep or SideSweep()
     new_engines = tuple(engines if new_engines is None else new_engines)
     if _same(base, new) and tuple(engines) == new_engines:
-        raise UpgradeSpecError(f"--from and --to are both {new.requirement}: nothing to compare")
+        raise TransformersSpecError(f"--from and --to are both {new.requirement}: nothing to compare")
     if not outdir.is_absolute() or not noxfile.is_absolute() or not (envdir is None or envdir.is_absolute()):
         raise ValueError("plan_upgrade needs absolute paths")
-    sides = [UpgradeSide(name, spec, outdir / name, side_engines)
+    sides = [Side(name, spec, outdir / name, side_engines)
              for name, spec, side_engines in zip(SIDES, (base, new), (tuple(engines), new_engines), strict=True)]
     envs = {"base": dict(env or {}), "new": dict((env if new_env is None else new_env) or {})}
     pairs = [session_steps(side, session=side.session, noxfile=noxfile, nox=nox, label=side.label, envdir=envdir,
-                           sweep=[*sweep, *(weights_flags(outdir / WEIGHTS, saves=side.name == SIDES[0])
-                                            if weights else ())], resume=resume, env=envs[side.name])
+                           sweep=with_weights(sweep, outdir / WEIGHTS, saves=side.name == SIDES[0]) if weights else sweep,
+                           env=envs[side.name])
              for side in sides]
     steps = [install for install, _ in pairs] + [run for _, run in pairs]
     return UpgradePlan(base=sides[0], new=sides[1], outdir=outdir, steps=tuple(steps))
 
 
-def weights_flags(folder: Path, *, saves: bool) -> list[str]:
-    """The weights check's flags of one side: the older side (upgrade-check's base, bisect's good
-    end) saves its checkpoints in `folder`, every other side loads and compares with them."""
-    return side_flags(weights_save=folder) if saves else side_flags(weights_from=folder)
+def with_weights(sweep: SideSweep, folder: Path, *, saves: bool) -> SideSweep:
+    """One side's sweep of the checks across releases (weights, tokenizer): the older side
+    (upgrade-check's base, bisect's good end) saves its checkpoints in `folder`, every other side
+    loads and compares with them."""
+    return dataclasses.replace(sweep, **{"weights_save" if saves else "weights_from": folder})
 
 
 def _same(a: Transformers, b: Transformers) -> bool:

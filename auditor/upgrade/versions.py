@@ -8,6 +8,7 @@ report of every run under OUTDIR and the min/max pass table (report/ranges.py).
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -17,10 +18,11 @@ from auditor.core.errors import InputError, RunInterrupted
 from auditor.core.results import RESULTS_FILE
 from auditor.environments import releases, runner
 from auditor.environments.releases import ReleaseError
-from auditor.environments.runner import UpgradeEvents
-from auditor.environments.steps import Step, parse_transformers, sweep_flags
+from auditor.environments.runner import SideEvents
+from auditor.environments.steps import Step, allowing_absent, parse_transformers
 from auditor.environments.venvs import RELEASES_ENVDIR, release_steps
 from auditor.sweeping import validate as rules
+from auditor.sweeping.sides import SideSweep, side_sweep
 
 WHAT = "versions"
 RANGE_FILES = ("minmax.csv", "minmax.html")
@@ -48,31 +50,33 @@ class VersionsReport:
     written: tuple[Path, ...]
 
 
-def plan_versions(spec: str | None, *, models: Sequence[str] = (), exclude: Sequence[str] = (),
-                  checks: str | None = None, policies: str | None = None, jobs: int | None = None,
-                  timeout: float | None = None, executor: str | None = None, ray_address: str | None = None,
-                  shard: str | None = None, output: str | os.PathLike | None = None, resume: bool = False,
-                  overwrite: bool = False, cwd: Path | None = None, engines: Sequence[str] = ()) -> VersionsPlan:
+def plan_versions(spec: str | None, sweep: SideSweep | None = None, *, output: str | os.PathLike | None = None,
+                  resume: bool = False, overwrite: bool = False, cwd: Path | None = None,
+                  engines: Sequence[str] = (), **options) -> VersionsPlan:
     """The steps sweeping the releases `spec` names (5.20.0,5.22.0 or '>=5.20,<5.25'); `output`
-    (relative to `cwd`) defaults to reports/versions-FIRST-to-LAST. `engines` ("vllm==0.33.0") are
+    (relative to `cwd`) defaults to reports/versions-FIRST-to-LAST. `sweep` (a SideSweep), or its
+    fields as keyword `options` (models, exclude, checks, policies, jobs, timeout, executor,
+    ray_address, shard, ...), is what every release sweeps. `engines` ("vllm==0.33.0") are
     installed with every release. Bad input (a release an engine excludes among it) is an InputError."""
     from auditor.models.cases import SelectionError, parse_shard
 
     if not spec:
         raise InputError("name the releases: a list such as 5.20.0,5.22.0 or a specifier such as '>=5.20,<5.25'")
-    rules.check_limits(jobs=jobs, timeout=timeout, resume=resume, overwrite=overwrite)
-    rules.check_selection(models, exclude)
-    rules.refuse_ray_options(executor, {"ray_address": ray_address})
+    sweep = side_sweep(sweep, resume=resume, **options)
+    rules.check_limits(jobs=sweep.jobs, timeout=sweep.timeout, resume=resume, overwrite=overwrite)
+    rules.check_selection(sweep.models, sweep.exclude)
+    rules.refuse_ray_options(sweep.executor, {"ray_address": sweep.ray_address})
     slice_dir = ""
-    if shard:
+    if sweep.shard:
         try:
-            index, count = parse_shard(shard)
+            index, count = parse_shard(sweep.shard)
         except SelectionError as exc:
             raise InputError(str(exc)) from None
         slice_dir = f"shard-{index}-of-{count}"
-    if checks is not None:
-        rules.check_names(checks)
-    setup = runner.side_setup(WHAT, engines, extras="[ray]" if executor == "ray" else "")
+    if sweep.checks is not None:
+        rules.check_names(sweep.checks)
+    extras = "[ray]" if sweep.executor == "ray" else ""
+    setup = runner.side_setup(WHAT, engines, extras=extras)
     try:
         chosen = releases.resolve_releases(spec, releases.index_releases())
     except ReleaseError as exc:
@@ -81,23 +85,22 @@ def plan_versions(spec: str | None, *, models: Sequence[str] = (), exclude: Sequ
         runner.refuse_excluded(setup, release, release)
     cwd = cwd or Path.cwd()
     outdir = cwd / (output or Path("reports") / f"versions-{chosen[0]}-to-{chosen[-1]}")
-    sweep = sweep_flags(models=models, exclude=exclude, checks=checks, policies=runner.engine_policies(setup, policies),
-                        jobs=jobs, timeout=timeout, executor=executor or None, ray_address=ray_address or None,
-                        shard=shard or None)
+    sweep = allowing_absent(dataclasses.replace(
+        sweep, policies=runner.engine_policies(setup, sweep.policies), executor=sweep.executor or None,
+        ray_address=sweep.ray_address or None, shard=sweep.shard or None))
     pairs = [release_steps(parse_transformers(r, cwd), outdir=outdir / r / slice_dir if slice_dir else outdir / r,
                            envdir=setup.home / RELEASES_ENVDIR / r, noxfile=runner.NOXFILE, nox=setup.nox,
-                           sweep=sweep, label=setup.label(r), resume=resume,
-                           extras="[ray]" if executor == "ray" else "", env=setup.env)
+                           sweep=sweep, label=setup.label(r), extras=extras, env=setup.env)
              for r in chosen]
     steps = [install for install, _ in pairs] + [run for _, run in pairs]
     return VersionsPlan(tuple(chosen), tuple(steps), outdir)
 
 
-def run_versions(plan: VersionsPlan, events: UpgradeEvents | None = None, *, resume: bool = False,
+def run_versions(plan: VersionsPlan, events: SideEvents | None = None, *, resume: bool = False,
                  overwrite: bool = False) -> VersionsReport:
     """Install every release, sweep each, and write the report of them all. A release that cannot
     be installed or swept is an InputError; Ctrl-C is RunInterrupted (rows kept: resume continues)."""
-    events = events or UpgradeEvents()
+    events = events or SideEvents()
     for step in plan.sweeps:
         runner.prepare_outdir(step.side.outdir, resume=resume, overwrite=overwrite)
     try:
@@ -111,7 +114,7 @@ def run_versions(plan: VersionsPlan, events: UpgradeEvents | None = None, *, res
     return merge_versions(plan.outdir, events)
 
 
-def merge_versions(outdir: Path, events: UpgradeEvents | None = None) -> VersionsReport:
+def merge_versions(outdir: Path, events: SideEvents | None = None) -> VersionsReport:
     """The report of every run under `outdir` (a directory per release, shards of other jobs
     included), a column group per release, and the min/max table."""
     from packaging.version import InvalidVersion, Version
@@ -119,7 +122,7 @@ def merge_versions(outdir: Path, events: UpgradeEvents | None = None) -> Version
     from auditor.report import write_report
     from auditor.report.ranges import ranges_csv, ranges_html, release_ranges
 
-    events = events or UpgradeEvents()
+    events = events or SideEvents()
     paths = sorted(p.parent for p in outdir.glob(f"*/**/{RESULTS_FILE}"))
     if not paths:
         raise InputError(f"no runs under {outdir}/*/ (each release's sweep has its own directory there)")

@@ -72,17 +72,19 @@ def _measured(probe, monkeypatch, *, saves: bool) -> list[str]:
 
     monkeypatch.setattr(runner, "run_step", run_step)
     with pytest.raises(Caught):
-        probe.measure("5.20.0", "5.20.0", runner.UpgradeEvents(), saves=saves)
+        probe.measure("5.20.0", "5.20.0", runner.SideEvents(), saves=saves)
     return sweep_words(caught[0])
 
 
 def test_a_step_of_bisect(here, monkeypatch):
+    """The one order that changed with SideSweep: --allow-absent comes after the limits, as on
+    every other side, not right after --models (the same words)."""
     probe = upgrade.bisect_probe("llama", outdir=here / "b", checks="build,weights", policies="legacy",
                                  jobs=2, timeout=40.0)
-    assert relative(_measured(probe, monkeypatch, saves=True), here) == ['--output', 'ROOT/b/5.20.0', '--label', 'transformers 5.20.0', '--overwrite', '--models', 'llama', '--allow-absent', '--checks', 'build,weights', '--policies', 'legacy', '--jobs', '2', '--timeout', '40', '--weights-save', 'ROOT/b/weights']
-    assert relative(_measured(probe, monkeypatch, saves=False), here) == ['--output', 'ROOT/b/5.20.0', '--label', 'transformers 5.20.0', '--overwrite', '--models', 'llama', '--allow-absent', '--checks', 'build,weights', '--policies', 'legacy', '--jobs', '2', '--timeout', '40', '--weights-from', 'ROOT/b/weights']
+    assert relative(_measured(probe, monkeypatch, saves=True), here) == ['--output', 'ROOT/b/5.20.0', '--label', 'transformers 5.20.0', '--overwrite', '--models', 'llama', '--checks', 'build,weights', '--policies', 'legacy', '--jobs', '2', '--timeout', '40', '--allow-absent', '--weights-save', 'ROOT/b/weights']
+    assert relative(_measured(probe, monkeypatch, saves=False), here) == ['--output', 'ROOT/b/5.20.0', '--label', 'transformers 5.20.0', '--overwrite', '--models', 'llama', '--checks', 'build,weights', '--policies', 'legacy', '--jobs', '2', '--timeout', '40', '--allow-absent', '--weights-from', 'ROOT/b/weights']
     cell = upgrade.bisect_probe("llama", "decorate/decoder/legacy", outdir=here / "c")
-    assert relative(_measured(cell, monkeypatch, saves=False), here) == ['--output', 'ROOT/c/5.20.0', '--label', 'transformers 5.20.0', '--overwrite', '--models', 'llama', '--allow-absent', '--checks', 'decorate', '--policies', 'legacy', '--jobs', '1']
+    assert relative(_measured(cell, monkeypatch, saves=False), here) == ['--output', 'ROOT/c/5.20.0', '--label', 'transformers 5.20.0', '--overwrite', '--models', 'llama', '--checks', 'decorate', '--policies', 'legacy', '--jobs', '1', '--allow-absent']
 
 
 def test_a_release_of_the_atlas(here, monkeypatch):
@@ -101,7 +103,7 @@ def test_a_release_of_the_atlas_on_a_ray_node(here, monkeypatch):
     plan = plan_atlas(here / "atlas", transformers="5.20.0", models=["llama"], checks="build", jobs=2,
                       timeout=9.0, executor="ray")
     order = cluster.order_of(plan.runs[0], plan)
-    assert list(order.flags) == ['--models', 'llama', '--checks', 'build', '--jobs', '2', '--timeout', '9', '--allow-absent']
+    assert order.sweep.flags() == ['--models', 'llama', '--checks', 'build', '--jobs', '2', '--timeout', '9', '--allow-absent']
     caught = []
 
     class Caught(Exception):

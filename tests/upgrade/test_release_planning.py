@@ -21,6 +21,7 @@ from auditor.environments.releases import (
 from auditor.environments.steps import parse_transformers
 from auditor.environments.venvs import RELEASE_SESSION, release_steps
 from auditor.report.ranges import pass_ranges, ranges_csv, ranges_html
+from auditor.sweeping.sides import SideSweep, side_sweep
 from auditor.upgrade.bisect_run import only_type
 from auditor.upgrade.bisection import (
     GIT_BAD,
@@ -101,7 +102,7 @@ def test_only_type_selects_one_type_and_an_empty_run_where_the_release_lacks_it(
     from auditor.models import cases
     from auditor.sweeping.options import add_arguments, make_request, values_of
 
-    words = only_type("granite_swa")
+    words = only_type("granite_swa").flags()
     assert words == ["--models", "granite_swa", "--allow-absent"]
     parser = argparse.ArgumentParser()
     add_arguments(parser)
@@ -117,7 +118,7 @@ def test_only_type_selects_one_type_and_an_empty_run_where_the_release_lacks_it(
 def test_release_steps_use_upgrade_checks_session_in_their_own_envdir():
     install, sweep = release_steps(parse_transformers("5.15.0", Path("/")), outdir=Path("/out/5.15.0"),
                                    envdir=Path("/src/.nox/bisect"), noxfile=Path("/src/noxfile.py"),
-                                   nox=("nox",), sweep=("--checks", "build"), label="transformers 5.15.0")
+                                   nox=("nox",), sweep=side_sweep(checks="build"), label="transformers 5.15.0")
     assert install.argv == ("nox", "--noxfile", "/src/noxfile.py", "--envdir", "/src/.nox/bisect",
                             "--session", RELEASE_SESSION, "--install-only")
     assert sweep.argv[-7:] == ("--output", "/out/5.15.0", "--label", "transformers 5.15.0", "--overwrite",
@@ -125,7 +126,7 @@ def test_release_steps_use_upgrade_checks_session_in_their_own_envdir():
     assert install.env == sweep.env == {"AUDITOR_TRANSFORMERS": "transformers==5.15.0"}
     with pytest.raises(ValueError):
         release_steps(parse_transformers("5.15.0", Path("/")), outdir=Path("out"), envdir=Path("/e"),
-                      noxfile=Path("/n"), nox=("nox",), sweep=(), label="")
+                      noxfile=Path("/n"), nox=("nox",), sweep=SideSweep(), label="")
 
 
 def row(model, status, check="decorate", component="decoder", policy="legacy", message="", rerun=None):

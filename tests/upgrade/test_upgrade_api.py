@@ -1,5 +1,5 @@
 """The runners of bisect, versions and upgrade-check as a Python API: outcomes returned, progress
-told to an UpgradeEvents, bad input an InputError before any install, nothing printed."""
+told to an SideEvents, bad input an InputError before any install, nothing printed."""
 
 from __future__ import annotations
 
@@ -9,11 +9,11 @@ import pytest
 
 from auditor import upgrade
 from auditor.core.errors import InputError
-from auditor.environments.runner import UpgradeEvents
+from auditor.environments.runner import SideEvents
 from tests.upgrade.test_bisect_versions_cli import COLUMN, VERSIONS, added_in, fake  # noqa: F401  (fixture)
 
 
-class Recorder(UpgradeEvents):
+class Recorder(SideEvents):
     def __init__(self) -> None:
         self.steps = []
 

@@ -86,7 +86,7 @@ def test_each_engine_of_a_side_adds_its_own_policy_sglang_without_a_decorator_to
 
     setup = SideSetup(nox=("nox",), home=Path("/tmp"), installer="pip",
                       engines=(EngineSpec("sglang", "0.5.23", "==5.19.0"), EngineSpec("vllm", "0.33.0", "")))
-    assert engine_policies(setup, "legacy").split(",") == ["legacy", "sglang", "vllm"]
+    assert engine_policies(setup, ("legacy",)) == ("legacy", "sglang", "vllm")
 
 
 def test_an_engine_upgrade_gives_each_side_its_release_and_one_transformers(fake, capsys):

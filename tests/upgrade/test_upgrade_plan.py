@@ -7,13 +7,14 @@ from pathlib import Path
 import pytest
 
 from auditor.environments.steps import (
-    UpgradeSide,
-    UpgradeSpecError,
+    Side,
+    TransformersSpecError,
+    allowing_absent,
     archive_version,
     installed_mismatch,
     parse_transformers,
-    sweep_flags,
 )
+from auditor.sweeping.sides import SideSweep, side_sweep
 from auditor.upgrade.plan import default_outdir, plan_upgrade
 
 NOXFILE = Path("/src/noxfile.py")
@@ -66,7 +67,7 @@ def test_anything_else_is_refused(tmp_path, make, text, message):
         (tmp_path / text).mkdir()
     elif make == "file":
         (tmp_path / text).write_text("")
-    with pytest.raises(UpgradeSpecError, match=message):
+    with pytest.raises(TransformersSpecError, match=message):
         parse_transformers(text, tmp_path)
 
 
@@ -87,14 +88,14 @@ def test_default_outdir_names_both_sides(tmp_path):
     assert default_outdir(base, new, Path("/r")) == Path("/r/upgrade-5.17.0-to-5.18.0")
 
 
-def test_sweep_flags_pass_only_what_was_given():
-    assert sweep_flags() == []
-    assert sweep_flags(models=["bert,gpt2", "llama"], exclude=["gpt2"], checks="build", policies="legacy",
-                       jobs=2, timeout=60.0) == [
+def test_the_sides_sweep_passes_only_what_was_given():
+    assert allowing_absent(SideSweep()).flags() == []
+    assert allowing_absent(side_sweep(models=["bert,gpt2", "llama"], exclude=["gpt2"], checks="build",
+                                      policies="legacy", jobs=2, timeout=60.0)).flags() == [
         "--models", "bert,gpt2", "--models", "llama", "--exclude", "gpt2", "--checks", "build",
         "--policies", "legacy", "--jobs", "2", "--timeout", "60",
         "--allow-absent"]  # a type one side's release lacks is absent there, not refused
-    assert sweep_flags(timeout=2.5) == ["--timeout", "2.5"]
+    assert allowing_absent(side_sweep(timeout=2.5)).flags() == ["--timeout", "2.5"]
 
 
 def test_both_sides_install_before_either_sweeps():
@@ -106,7 +107,7 @@ def test_both_sides_install_before_either_sweeps():
 
 
 def test_the_nox_command_lines():
-    install_base, _, sweep_base, sweep_new = plan(sweep=["--models", "bert"]).steps
+    install_base, _, sweep_base, sweep_new = plan(sweep=side_sweep(models=["bert"])).steps
     assert install_base.argv == (*NOX, "--noxfile", "/src/noxfile.py", "--session", "upgrade_check(base)",
                                  "--install-only")
     assert sweep_base.argv == (*NOX, "--noxfile", "/src/noxfile.py", "--session", "upgrade_check(base)",
@@ -121,7 +122,7 @@ def test_the_nox_command_lines():
 
 
 def test_resume_continues_both_sweeps():
-    sweeps = [s for s in plan(resume=True).steps if s.action == "sweep"]
+    sweeps = [s for s in plan(sweep=side_sweep(resume=True)).steps if s.action == "sweep"]
     assert all("--resume" in s.argv and "--overwrite" not in s.argv for s in sweeps)
 
 
@@ -131,7 +132,7 @@ def test_output_paths():
 
 
 def test_the_same_transformers_twice_is_refused():
-    with pytest.raises(UpgradeSpecError, match="nothing to compare"):
+    with pytest.raises(TransformersSpecError, match="nothing to compare"):
         plan("5.18.0", "5.18")
 
 
@@ -142,10 +143,10 @@ def test_relative_paths_are_refused():
 
 
 def test_installed_mismatch(tmp_path):
-    side = UpgradeSide("new", parse_transformers("5.18", tmp_path), Path("/out/new"))
+    side = Side("new", parse_transformers("5.18", tmp_path), Path("/out/new"))
     assert installed_mismatch(side, "5.18.0") is None
     assert installed_mismatch(side, "5.17.0") == "the new side ran transformers 5.17.0, not 5.18"
     checkout = tmp_path / "tf"
     checkout.mkdir()
     (checkout / "setup.py").write_text("")
-    assert installed_mismatch(UpgradeSide("new", parse_transformers(str(checkout), tmp_path), Path("/o")), "9") is None
+    assert installed_mismatch(Side("new", parse_transformers(str(checkout), tmp_path), Path("/o")), "9") is None
