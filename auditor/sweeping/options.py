@@ -4,8 +4,9 @@ its help, and what it means for a resumed run.
 From these declarations come the parser of `auditor sweep` (`add_arguments`), `SweepRequest` and
 its construction from keyword options (`make_request`), what the results header records to
 check a `--resume` against (`EXPERIMENT`), the printed resume command (`command_words`), and the
-flags that upgrade-check, bisect and versions pass to the sweeps of their sides (`flags`). A new
-option is one more `Option` here; nothing else spells it.
+record of what the sweeps of other commands' sides get (sweeping/sides.py: SideSweep, a field per
+option with `sides=True`, spelled by `flags`). A new option is one more `Option` here; nothing
+else spells it.
 
 Cheap to import (no torch, no checks): the parser and the planners of upgrade-check use it.
 """
