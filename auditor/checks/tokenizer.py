@@ -39,6 +39,8 @@ from auditor.core.messages import signature_of
 from auditor.core.results import Result
 from auditor.core.status import Failure, Status
 from auditor.models.cases import ModelCase
+from auditor.models.logs import quiet_transformers
+from auditor.models.tokenization import verdict
 
 RECORD = "auditor-tokenizer.json"  # beside the saved files: the class, the release, the record
 FOLDERS = {"": "tokenizer", "slow": "tokenizer-slow"}  # row component -> folder under DIR/TYPE
@@ -49,8 +51,6 @@ CHECKPOINTS = "checkpoints"  # DIR/checkpoints/NAME/tokenizer: the record of a -
 PACKAGES = (("sentencepiece", "sentencepiece", (".model", ".spm")),
             ("protobuf", "google.protobuf", (".model", ".spm")),
             ("tiktoken", "tiktoken", (".tiktoken",)))
-ORDER = (Status.DIFFERENT_IDS, Status.DIFFERENT_DECODE, Status.DIFFERENT_TEMPLATE)
-KIND_STATUS = {"ids": Status.DIFFERENT_IDS, "decode": Status.DIFFERENT_DECODE, "template": Status.DIFFERENT_TEMPLATE}
 
 
 def tokenizer_classes(model_type: str) -> dict[str, str]:
@@ -65,57 +65,6 @@ def tokenizer_classes(model_type: str) -> dict[str, str]:
             return {"": fast, "slow": slow}
         return {"": fast or slow} if (fast or slow) else {}
     return {"": entry} if entry else {}
-
-
-def tokenizing_engines() -> tuple:
-    """The installed engines whose own tokenizer loading answers (`Engine.tokenizes`)."""
-    from auditor import engines
-
-    return tuple(engine for engine in engines.all() if engine.tokenizes is not None and engine.installed)
-
-
-def engine_tokenizes(engine, files: Path):
-    """`engine`'s own tokenizer on `files` against transformers' AutoTokenizer on them, here: a
-    difference is the engine's, named with where its tokenizer class is defined; what its loading
-    raised is judged by the one rule (the engine's fault where raised in its code)."""
-    from auditor.models.tokenization import observe
-
-    if not files.is_dir():
-        return Status.SKIPPED, f"no tokenizer files in {files}", {}
-    path = files / RECORD
-    if path.is_file() and "unsaved" in json.loads(path.read_text(encoding="utf-8")):
-        return Status.SKIPPED, "no tokenizer saved to load (transformers' row says why)", {}
-    auto = _loaded("auto", "", files)
-    if isinstance(auto, BaseException):
-        return Status.SKIPPED, f"transformers' AutoTokenizer cannot load these files to compare with ({auto!r:.200})", {}
-    try:
-        with _quiet():
-            served, loader = engine.tokenizes(files)
-    except Exception as exc:
-        return classify(exc, Phase.ENGINE, engine_package=engine.package)
-    cls = type(served)
-    # Where the engine made what it serves: its tokenizer class where the engine defines one (vLLM's
-    # cached wrapper), else its loading function (SGLang's get_tokenizer and its post-load fixes).
-    where = _defined_at(cls, engine.package) or _defined_at(loader, engine.package) or cls.__module__
-    found = _verdict(observe(auto), observe(served), f"{engine.title}'s tokenizer ({cls.__name__}) against "
-                                                     f"transformers' AutoTokenizer ({type(auto).__name__})",
-                     {"engine_class": cls.__name__, "engine_class_at": where})
-    if found[0] is Status.SAME:
-        return found
-    status, message, extras = found
-    return Failure(status, f"{message} [the engine's tokenizer: {where}]", signature_of(message), Fault.ENGINE, extras)
-
-
-def _defined_at(thing, package: str) -> str:
-    """`package/file.py:LINE` where `thing` is defined, if that is inside `package`; else ""."""
-    import inspect
-
-    try:
-        where = f"{inspect.getsourcefile(thing)}:{inspect.getsourcelines(thing)[1]}"
-    except (TypeError, OSError, ValueError):
-        return ""
-    marker = f"/{package}/"
-    return where[where.rindex(marker) + 1:] if marker in where else ""
 
 
 def _module_class(model_type: str) -> str | None:
@@ -142,6 +91,8 @@ class TokenizerCheck(Check):
 
     def failed_rows(self, case: ModelCase, options: Options, failure: Failure) -> list[Result]:
         """The cells `run` fills for every type: transformers' row and one per tokenizing engine."""
+        from auditor.engines.tokenizing import tokenizing_engines
+
         return [Result.failed(case.model_type, self.name, failure),
                 *(Result.failed(case.model_type, self.name, failure, component=e.name) for e in tokenizing_engines())]
 
@@ -226,30 +177,27 @@ class TokenizerCheck(Check):
         """Each installed engine's own tokenizer on `files`, against transformers' AutoTokenizer
         on the same files here: rows `tokenizer/<engine>`. A made tokenizer's folder gets the
         type's config.json beside it, as a served model's folder has (an engine picks by model type)."""
+        from auditor.engines.tokenizing import engine_tokenizes, staged, tokenizing_engines
+
         engines = tokenizing_engines()
-        if not engines:
-            return
-        with _staged(files, None if case.checkpoint else context) as staged:
+        record = files / RECORD
+        unsaved = record.is_file() and "unsaved" in json.loads(record.read_text(encoding="utf-8"))
+        with staged(files, None if case.checkpoint else _config(context)) as folder:
             for engine in engines:
                 start = time.perf_counter()
-                row = self._row(case, engine.name, engine_tokenizes(engine, staged), start)
+                outcome = ((Status.SKIPPED, "no tokenizer saved to load (transformers' row says why)", {})
+                           if unsaved else engine_tokenizes(engine, folder))
+                row = self._row(case, engine.name, outcome, start)
                 yield dataclasses.replace(row, extras={**row.extras, "engine_version": engine.version})
 
 
-@contextlib.contextmanager
-def _staged(files: Path, context: CaseContext | None):
-    """`files` as they are (a user's model folder), or a copy with the type's default config.json."""
-    if context is None or not files.is_dir():
-        yield files
-        return
-    import shutil
-
-    with tempfile.TemporaryDirectory(prefix="auditor-tokenizer-") as tmp:
-        staged = Path(tmp) / "model"
-        shutil.copytree(files, staged)
-        with contextlib.suppress(Exception):  # a type whose config cannot be made: the folder as it is
-            context.config().to_json_file(str(staged / "config.json"))
-        yield staged
+def _config(context: CaseContext):
+    """The type's default config, or None where it cannot be made (the engine rows then load the
+    folder as it is)."""
+    try:
+        return context.config()
+    except Exception:
+        return None
 
 
 @contextlib.contextmanager
@@ -276,7 +224,7 @@ def save(class_name: str, folder: Path, model_type: str):
     if cls is None:
         return Status.SKIPPED, f"{class_name} is in the tokenizer mapping but not importable here", {}
     try:
-        with tempfile.TemporaryDirectory(prefix="auditor-vocab-") as tmp, _quiet():
+        with tempfile.TemporaryDirectory(prefix="auditor-vocab-") as tmp, quiet_transformers():
             tokenizer = made_tokenizer(cls, Path(tmp))
     except VocabularyError as exc:
         return Status.SKIPPED, f"no tiny vocabulary: {exc}", {"class": class_name}
@@ -319,7 +267,7 @@ def save_existing(source: Path, folder: Path):
     from transformers import AutoTokenizer
 
     try:
-        with _quiet():
+        with quiet_transformers():
             tokenizer = AutoTokenizer.from_pretrained(str(source), local_files_only=True)
     except Exception as exc:
         return _load_failure(exc, source, f"AutoTokenizer on {source}: ", {})
@@ -339,7 +287,7 @@ def _write(tokenizer, folder: Path, info: dict, loads_from: Path | None = None):
     extras = {"class": info["class"]}
     try:
         record = observe(tokenizer)
-        with _quiet():
+        with quiet_transformers():
             tokenizer.save_pretrained(str(folder))
     except Exception as exc:
         return _load_failure(exc, folder, f"{info['class']}.save_pretrained: ", extras)
@@ -351,7 +299,7 @@ def _write(tokenizer, folder: Path, info: dict, loads_from: Path | None = None):
     named = loaded["named"]
     if isinstance(named, BaseException):
         return _load_failure(named, folder, f"{info['class']}.from_pretrained on its own save: ", extras)
-    return _verdict(record, info["named"], f"{info['class']} saved and loaded again by this release",
+    return verdict(record, info["named"], f"{info['class']} saved and loaded again by this release",
                     {**extras, "saved_by": info["transformers"]})
 
 
@@ -364,7 +312,7 @@ def _loaded(how: str, class_name: str, folder: Path):
     from transformers import AutoTokenizer
 
     try:
-        with _quiet():
+        with quiet_transformers():
             if how == "auto":
                 return AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
             return getattr(transformers, class_name).from_pretrained(str(folder), local_files_only=True)
@@ -416,7 +364,7 @@ def _compared(info: dict, how: str, tokenizer, said: str, extras: dict):
     from auditor.models.tokenization import observe
 
     before = info.get(how) if "texts" in info.get(how, {}) else info["record"]
-    return _verdict(before, observe(tokenizer), f"{said} on {info['class']} saved by transformers "
+    return verdict(before, observe(tokenizer), f"{said} on {info['class']} saved by transformers "
                                                 f"{info['transformers']}",
                     {**extras, "loaded_as": type(tokenizer).__name__})
 
@@ -429,7 +377,7 @@ def save_processor(kind: str, class_name: str, folder: Path):
     from auditor.models import processing
 
     try:
-        with _quiet():
+        with quiet_transformers():
             processor = processing.processor_class(kind, class_name)()
             processing.save(kind, processor, folder, {"class": class_name, "transformers": transformers.__version__})
     except Exception as exc:
@@ -447,24 +395,11 @@ def compare_processor(kind: str, folder: Path):
     if "unsaved" in info:
         return _not_compared(info)
     try:
-        with _quiet():
+        with quiet_transformers():
             same, message, extras = processing.load_and_compare(kind, folder)
     except Exception as exc:
         return _load_failure(exc, folder, f"the {kind} saved in {folder.parent.name}: ", {})
     return (Status.SAME if same else Status.DIFFERENT_OUTPUTS), message, extras
-
-
-def _verdict(before: dict, after: dict, what: str, extras: dict):
-    from auditor.models.tokenization import differences
-
-    found = differences(before, after)
-    if not found:
-        return Status.SAME, f"{what}: the same ids, decode and chat template", dict(extras)
-    first = found[0]
-    extras = {**extras, "differs": [d.kind for d in found], "field": first.field, "text": first.text,
-              "before": first.before, "after": first.after, "texts_differing": first.count}
-    also = "".join(f"; {d.field} differ too" for d in found[1:])
-    return KIND_STATUS[first.kind], f"{what}: {first.describe()}{also}", extras
 
 
 def _load_failure(exc: BaseException, folder: Path, prefix: str, extras: dict) -> Failure:
@@ -500,17 +435,3 @@ def _importable(module: str) -> bool:
         return importlib.util.find_spec(module) is not None
     except (ImportError, ValueError):
         return False
-
-
-@contextlib.contextmanager
-def _quiet():
-    """transformers' warnings while making and loading (legacy behaviour, unknown language
-    codes) go to its logger, not to the worker log: the row has what differs."""
-    from transformers.utils import logging
-
-    level = logging.get_verbosity()
-    logging.set_verbosity_error()
-    try:
-        yield
-    finally:
-        logging.set_verbosity(level)

@@ -36,6 +36,7 @@ from auditor.core.messages import message_of, signature_of
 from auditor.core.results import Result
 from auditor.core.status import Failure, Status
 from auditor.models.cases import ModelCase
+from auditor.models.logs import quiet_transformers
 
 # The input and the outputs, saved beside the checkpoint, in a folder of their own: a loader that
 # reads every *.safetensors of the folder (vLLM's) or --checkpoint on it meets the model's alone.
@@ -344,7 +345,7 @@ def _compare(folder: Path, info: dict, extras: dict):
         return _failure(exc, Status.CONFIG_REFUSED, Phase.CONFIG)
     auto = getattr(transformers, info["auto_class"])
     try:
-        with _quiet():
+        with quiet_transformers():
             try:
                 model, loading = auto.from_pretrained(folder, config=config, output_loading_info=True,
                                                       local_files_only=True)
@@ -394,19 +395,6 @@ def _compare(folder: Path, info: dict, extras: dict):
                                           f"max rel diff {relative:.3g} ({tolerance})"), extras
     return Status.SAME, (f"{type(model).__name__}: every key loaded, outputs equal to those saved under transformers "
                          f"{info['transformers']} (max abs diff {largest:.2g}; {tolerance})"), extras
-
-
-@contextlib.contextmanager
-def _quiet():
-    """transformers' loading report goes to its logger (the row has the keys): not to the worker log."""
-    from transformers.utils import logging
-
-    level = logging.get_verbosity()
-    logging.set_verbosity_error()
-    try:
-        yield
-    finally:
-        logging.set_verbosity(level)
 
 
 def _unknown_type(exc: BaseException) -> bool:

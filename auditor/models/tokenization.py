@@ -205,3 +205,19 @@ def _show(entry: dict, field: str) -> str:
     if field == "ids":  # tokens read better than ids; the ids follow
         return f"{' '.join(entry.get('tokens', []))} {entry.get('ids')}"
     return str(entry.get(field))
+
+
+def verdict(before: dict, after: dict, what: str, extras: dict):
+    """The tokenizer check's outcome of `after` against `before`: same, or the first kind that
+    differs (ids, decode, template) with its example, the others named."""
+    from auditor.core.status import Status
+
+    kinds = {"ids": Status.DIFFERENT_IDS, "decode": Status.DIFFERENT_DECODE, "template": Status.DIFFERENT_TEMPLATE}
+    found = differences(before, after)
+    if not found:
+        return Status.SAME, f"{what}: the same ids, decode and chat template", dict(extras)
+    first = found[0]
+    extras = {**extras, "differs": [d.kind for d in found], "field": first.field, "text": first.text,
+              "before": first.before, "after": first.after, "texts_differing": first.count}
+    also = "".join(f"; {d.field} differ too" for d in found[1:])
+    return kinds[first.kind], f"{what}: {first.describe()}{also}", extras
