@@ -143,7 +143,7 @@ class TokenizerChange:
         if self.kind == "ids" and self.field in ("special-token ids", "padding side"):
             return f"{self.field} differ ({self.text}): {self.before} -> {self.after}"
         where = f"{self.count} of {len(CORPUS)} texts" if self.kind != "template" else "the chat"
-        return f"{self.field} differ on {where}, e.g. {self.text!r}: {self.before} -> {self.after}"
+        return f"{self.field} differ on {where}, e.g. {visible(self.text)}: {self.before} -> {self.after}"
 
 
 def differences(before: dict, after: dict) -> list[TokenizerChange]:
@@ -170,7 +170,8 @@ def differences(before: dict, after: dict) -> list[TokenizerChange]:
         b, a = decodes[0]
         field = "decode" if b.get("decode") != a.get("decode") else "decode (skip special tokens)"
         key = "decode" if field == "decode" else "decode_skip"
-        found.append(TokenizerChange("decode", field, b["text"], repr(b.get(key)), repr(a.get(key)), len(decodes)))
+        found.append(TokenizerChange("decode", field, b["text"], visible(b.get(key)), visible(a.get(key)),
+                                     len(decodes)))
     if _rendered(before["template"]) != _rendered(after["template"]):
         b, a = before["template"], after["template"]
         field = "rendered chat" if b.get("rendered") != a.get("rendered") else "chat ids"
@@ -179,6 +180,12 @@ def differences(before: dict, after: dict) -> list[TokenizerChange]:
                                 repr(b.get(key, b.get("error", "absent"))), repr(a.get(key, a.get("error", "absent"))),
                                 1))
     return found
+
+
+def visible(text) -> str:
+    """`text` quoted, its newlines and tabs escaped and each space shown as "␣": a double space
+    collapses in every Markdown and HTML report, and is often the very difference."""
+    return repr(text).replace(" ", "␣") if isinstance(text, str) else repr(text)
 
 
 def _encoded(entry: dict, other: dict):

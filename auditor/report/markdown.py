@@ -138,8 +138,8 @@ def _top_findings(matrix: Matrix) -> list[str]:
     lines = []
     if groups:
         lines += ["", f"#### The {min(TOP_FINDINGS, len(groups))} most common findings (of {len(groups)} causes)", "",
-                  "| cells | cause | statuses | fault | model types |", "|---|---|---|---|---|"]
-        lines += [f"| {g.count} | {_esc(g.signature, CAUSE_WIDTH)} | {_esc(', '.join(g.statuses))} | "
+                  "| cells | cause (one cell's message) | statuses | fault | model types |", "|---|---|---|---|---|"]
+        lines += [f"| {g.count} | {_esc(g.example or g.signature, CAUSE_WIDTH)} | {_esc(', '.join(g.statuses))} | "
                   f"{_esc(', '.join(g.faults))} | "
                   f"{_esc(', '.join(g.model_types[:5]), 400)}{' ...' if len(g.model_types) > 5 else ''} |"
                   for g in groups[:TOP_FINDINGS]]

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from auditor.core.fault import Fault
 from auditor.core.outcome import Outcome, Tally
+from auditor.report.causes import finding_text
 from auditor.report.matrix import Cell, Matrix, column_order
 from auditor.report.statuses import rank
 
@@ -56,6 +57,9 @@ class FailureGroup:
     model_types: tuple[str, ...]
     expected: int = 0  # of `count`: cells that fail by design
     faults: tuple[str, ...] = ()  # whose fault the cells are (auditor.core.fault), most cells first
+    # One cell's own message, whole (the first of the group): a reader sees its numbers, where the
+    # signature that groups them has N.
+    example: str = ""
 
 
 @dataclass(frozen=True)
@@ -182,6 +186,7 @@ def failure_groups(matrix: Matrix, limit: int | None = 30, outcomes: frozenset[O
             model_types=tuple(sorted({m for m, _, _ in hits})),
             expected=sum(1 for _, _, c in hits if c.outcome is Outcome.EXPECTED),
             faults=tuple(f for f, _ in Counter(c.result.fault for _, _, c in hits).most_common() if f),
+            example=finding_text(hits[0][2].result.message, signature),
         )
         for (signature, _), hits in by_signature.items()
     ]

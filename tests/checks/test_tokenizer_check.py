@@ -107,7 +107,7 @@ def test_each_change_gets_its_verdict_with_one_example(runs):
     assert gpt2["status"] == "different-ids", gpt2
     assert gpt2["extras"]["text"] == "Hello world" and gpt2["extras"]["texts_differing"] == 1
     assert gpt2["extras"]["before"] != gpt2["extras"]["after"]
-    assert "'Hello world'" in gpt2["message"] and "->" in gpt2["message"]
+    assert "'Hello␣world'" in gpt2["message"] and "->" in gpt2["message"]
     bert = rows[("bert", "")]
     assert bert["status"] == "class-removed", bert
     assert "AuditorGoneTokenizer is not in this release" in bert["message"]
