@@ -366,3 +366,17 @@ def test_an_engine_does_not_lose_a_type_the_release_removed(tmp_path):
     vllm = diff.changes.engine("vllm")
     assert vllm.lost == () and vllm.removed_types == ("mega",)
     assert diff.removed_types == ("mega",) and diff.regressions == () and not diff.failing()
+
+
+def test_summary_groups_a_cause_by_signature_and_shows_one_cells_numbers(upgrade):
+    """summary.md's most common findings: olmo3's two rows (other numbers, one signature) are one
+    cause, shown with the message of one of them, its numbers whole."""
+    from auditor.report.markdown import render_summary
+
+    base, new = upgrade
+    text = render_summary([read_run(base), read_run(new)])
+    causes = text.split("most common findings")[1]
+    assert "max abs diff 0.089" in causes or "max abs diff 0.091" in causes, causes
+    rows = [line for line in causes.splitlines() if line.startswith("| 2 |")]
+    assert len(rows) == 1 and "different-outputs" in rows[0] and "olmo3" in rows[0], rows  # one cause, two cells
+    assert "max abs diff N" not in causes
