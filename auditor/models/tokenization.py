@@ -51,8 +51,7 @@ def made_tokenizer(cls, folder):
     from auditor.models.vocabularies import make_files
 
     files = make_files(cls, folder)
-    if not files:
-        _refuse_required(cls)
+    _refuse_required(cls, set(files))
     tokenizer = cls.from_pretrained(str(folder)) if files else cls()
     if not hasattr(tokenizer, "add_special_tokens"):  # 4.57.6's XLMProphetNetTokenizer returns a bool
         raise NotATokenizer(f"{cls.__name__}.from_pretrained returned a {type(tokenizer).__name__}, not a tokenizer")
@@ -62,9 +61,9 @@ def made_tokenizer(cls, folder):
     return tokenizer
 
 
-def _refuse_required(cls) -> None:
-    """VocabularyError for a class that names no vocabulary files but cannot be made without
-    arguments (transformers' MistralCommonBackend wants a `tokenizer_path`: a tekken.json)."""
+def _refuse_required(cls, given: set[str]) -> None:
+    """VocabularyError for a class that needs an argument besides the files made for it
+    (MistralCommonBackend's `tokenizer_path`, a tekken.json; MarkupLM's `tags_dict`)."""
     import inspect
 
     from auditor.models.vocabularies import VocabularyError
@@ -73,7 +72,7 @@ def _refuse_required(cls) -> None:
         parameters = list(inspect.signature(cls.__init__).parameters.values())[1:]
     except (TypeError, ValueError):
         return
-    required = [p.name for p in parameters if p.default is inspect.Parameter.empty
+    required = [p.name for p in parameters if p.default is inspect.Parameter.empty and p.name not in given
                 and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
     if required:
         raise VocabularyError(f"{cls.__name__} needs {', '.join(required)} to be made, a file no tiny vocabulary "
