@@ -125,16 +125,17 @@ def test_a_forward_that_raises_with_its_cache_on_is_compared_with_it_off():
 def test_the_input_reaches_every_window_and_block_a_full_size_model_runs():
     import transformers
 
-    from auditor.checks.weights import LENGTH, exercised
+    from auditor.checks.weights import LENGTH
     from auditor.models.tiny import shrink
+    from auditor.models.tiny.exercise import exercised
 
     # recurrent_gemma's blocks repeat (recurrent, recurrent, attention): two shrunk layers never
     # reach its attention block, whose window (2048) the input would not reach either.
-    config, changed = exercised(shrink(transformers.AutoConfig.for_model("recurrent_gemma")))
+    config, changed = exercised(shrink(transformers.AutoConfig.for_model("recurrent_gemma")), LENGTH)
     assert changed == {"attention_window_size": (2048, LENGTH // 4), "num_hidden_layers": (2, 3)}
     assert config.attention_window_size == LENGTH // 4 and config.num_hidden_layers == 3
     # a sub-config's window too (gemma3's text config)
-    _, changed = exercised(shrink(transformers.AutoConfig.for_model("gemma3")))
+    _, changed = exercised(shrink(transformers.AutoConfig.for_model("gemma3")), LENGTH)
     assert changed == {"text_config.sliding_window": (4096, LENGTH // 4)}
 
 
@@ -282,7 +283,8 @@ def test_a_window_its_config_derives_again_on_loading_is_left_as_it_was():
     # saved and the loaded model would run different windows: a difference of the auditor's making).
     from transformers import PretrainedConfig
 
-    from auditor.checks.weights import _as_saved, exercised
+    from auditor.checks.weights import LENGTH
+    from auditor.models.tiny.exercise import as_saved, exercised
 
     class Derived(PretrainedConfig):
         model_type = "auditor_derived_window"
@@ -293,6 +295,6 @@ def test_a_window_its_config_derives_again_on_loading_is_left_as_it_was():
             self.sliding_window = local_attention // 2
             self.attention_window_size = attention_window_size
 
-    config, changed = _as_saved(*exercised(Derived()))
+    config, changed = as_saved(*exercised(Derived(), LENGTH))
     assert changed == {"attention_window_size": (512, 16)}  # kept: __init__ takes it as it is
     assert config.sliding_window == 64 and config.attention_window_size == 16
