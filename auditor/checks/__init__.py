@@ -42,7 +42,8 @@ def model_runners(names) -> list[str]:
 
 
 _BUILTIN = tuple(f"auditor.checks.{module}" for module in
-                 ("backend", "build", "compile", "decorate", "engine_config", "pickling", "serves", "tiny", "weights", "tokenizer"))
+                 ("backend", "build", "compile", "decorate", "engine_config", "pickling", "serves", "tiny", "weights", "tokenizer",
+                  "outputs"))
 
 
 def _load_builtin() -> None:
@@ -52,6 +53,7 @@ def _load_builtin() -> None:
         compile,
         decorate,
         engine_config,
+        outputs,
         pickling,
         serves,
         tiny,

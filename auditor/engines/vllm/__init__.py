@@ -27,6 +27,7 @@ from auditor.engines.vllm import (
     plans,
     preparation,
     releases,
+    running,
     shims,
     tokenizing,
 )
@@ -81,6 +82,9 @@ ENGINE = Engine(
     serves=native.outcome,
     loads_weights=loading.outcome,
     tokenizes=tokenizing.load,
+    runs=running.run,
+    run_paths=running.PATHS,
+    head_size=running.head_size,
     shims=shims.needed,
     warm_up=preparation.warm_up,
     auto_dtype=dtype.auto_dtype,

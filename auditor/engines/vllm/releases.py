@@ -13,10 +13,10 @@ suffix table; compilation/decorators.py), copy the record, change what changed, 
 from __future__ import annotations
 
 import functools
-import importlib.metadata
 from dataclasses import dataclass
 
 from auditor.engines.interface import EngineRelease, pick_release
+from auditor.engines.interface import installed_version as _installed
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -192,10 +192,7 @@ RELEASES: tuple[VllmRelease, ...] = (V0_33_0, V0_34_0)
 
 def installed_version() -> str | None:
     """vLLM's installed version (without importing it), or None."""
-    try:
-        return importlib.metadata.version("vllm")
-    except importlib.metadata.PackageNotFoundError:
-        return None
+    return _installed("vllm")
 
 
 @functools.cache

@@ -1,0 +1,115 @@
+"""A type's tiny checkpoint in a shape an engine's kernels take (the `outputs` check's).
+
+The type's default config shrunk (auditor.models.tiny) to four heads of the head size the engine's
+attention backend takes on this device (`head_size`, asked of the engine: vLLM's CPU attention
+takes 32, 64, 80, ..., not the tiny configs' 16), so the width is four head sizes; every window
+shorter than the prompt (auditor.models.tiny.exercise); the output head untied from the input
+embeddings wherever the config has the switch, so that a tying bug shows. Built with the class
+the engine is given as the architecture (the type's causal-LM class, else its image-text-to-text
+or vision-to-sequence class: the serves check's order), and every floating parameter drawn
+again with seeded noise of std NOISE added, so that the logits are not flat and a norm's or a
+bias's mishandling shows. Saved with `save_pretrained` in float32, `architectures` naming that class.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from pathlib import Path
+
+NOISE = 0.2
+SEED = 0
+# The mappings whose classes give logits over the vocabulary, in the serves check's order
+# (auditor.engines.vllm.native.ARCHITECTURE_MAPPINGS without the AutoModel class, which has none).
+GENERATIVE = ("MODEL_FOR_CAUSAL_LM_MAPPING_NAMES", "MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES",
+              "MODEL_FOR_VISION_2_SEQ_MAPPING_NAMES")
+
+
+class CannotServe(ValueError):
+    """No tiny checkpoint of this type an engine could be held to (no class with logits, a config
+    that will not shrink to the engine's shape): the row is skipped, saying why."""
+
+
+@dataclass(frozen=True)
+class ServedCheckpoint:
+    folder: Path
+    architecture: str
+    model: object  # the transformers model saved, in eval mode: the reference side
+    prompt: tuple[int, ...]
+    vocab: int
+    changed: dict  # config fields changed beyond the shrink (windows, layers, ties), {field: (before, after)}
+
+
+def architecture(model_type: str) -> str:
+    """The transformers class an engine is given for `model_type`: the first of GENERATIVE that maps it."""
+    from transformers.models.auto import modeling_auto
+
+    for name in GENERATIVE:
+        found = getattr(modeling_auto, name, {}).get(model_type)
+        if isinstance(found, (tuple, list)):
+            found = found[0] if found else None
+        if found:
+            return found
+    return ""
+
+
+def write(config, model_type: str, folder: Path, head_size: int, length: int) -> ServedCheckpoint:
+    """The tiny checkpoint of `config` in `folder` (see the module's docstring), with a seeded
+    prompt of `length` ids from its vocabulary (no special token). Raises CannotServe."""
+    import torch
+    import transformers
+
+    from auditor.models.inputs import CannotFeed, token_ids
+    from auditor.models.tiny import ShrinkError, shrink
+    from auditor.models.tiny.exercise import as_saved, exercised
+    from auditor.models.tiny.shrinker import SIZES
+
+    arch = architecture(model_type)
+    if not arch:
+        raise CannotServe("no class with logits over the vocabulary (transformers maps this type to no causal-LM, "
+                          "image-text-to-text or vision-to-sequence class)")
+    cls = getattr(transformers, arch, None)
+    if cls is None:
+        raise CannotServe(f"transformers has no class {arch}")
+    sizes = dataclasses.replace(SIZES, hidden=4 * head_size, heads=4, intermediate=8 * head_size)
+    try:
+        tiny = shrink(config, sizes)
+    except ShrinkError as exc:
+        raise CannotServe(f"cannot shrink to head size {head_size}: {exc}") from exc
+    tiny, changed = as_saved(*exercised(tiny, length))
+    changed.update(_untied(tiny))
+    tiny.architectures = [arch]
+    torch.manual_seed(SEED)
+    model = cls._from_config(tiny, dtype=torch.float32).eval()
+    _drawn(model)
+    model.save_pretrained(folder, safe_serialization=True)
+    generator = torch.Generator().manual_seed(SEED)
+    try:
+        prompt = tuple(int(i) for i in token_ids(model.config, length, generator)[0])
+    except CannotFeed as exc:
+        raise CannotServe(str(exc)) from exc
+    text = model.config.get_text_config(decoder=True)
+    return ServedCheckpoint(folder, arch, model, prompt, int(text.vocab_size), changed)
+
+
+def _untied(config) -> dict:
+    """The output head untied wherever the config (or its text config) has the switch on."""
+    changed = {}
+    text = config.get_text_config(decoder=True)
+    for prefix, part in (("", config), ("text_config.", text)):
+        if getattr(part, "tie_word_embeddings", None) is True:
+            part.tie_word_embeddings = False
+            changed[f"{prefix}tie_word_embeddings"] = (True, False)
+        if part is text:
+            break
+    return changed
+
+
+def _drawn(model) -> None:
+    import torch
+
+    generator = torch.Generator().manual_seed(SEED)
+    with torch.no_grad():
+        for parameter in model.parameters():
+            if parameter.is_floating_point():
+                parameter.add_(torch.randn(parameter.shape, generator=generator) * NOISE)
