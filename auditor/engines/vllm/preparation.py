@@ -55,7 +55,7 @@ def process_group() -> None:
 
     target_device()  # before vLLM's platform is first read
     from vllm.config import VllmConfig, set_current_vllm_config
-    from vllm.distributed import init_distributed_environment, initialize_model_parallel
+    from vllm.distributed import init_distributed_environment, initialize_model_parallel, parallel_state
 
     from auditor.engines.vllm.shims import config_shims
 
@@ -64,11 +64,38 @@ def process_group() -> None:
         port = s.getsockname()[1]
     with config_shims():
         base = VllmConfig()
+    _worker_module(base)
+    if parallel_state.model_parallel_is_initialized():  # an engine run's groups, left behind (running.py)
+        parallel_state.destroy_model_parallel()
+        parallel_state.destroy_distributed_environment()
     with set_current_vllm_config(base):
         init_distributed_environment(world_size=1, rank=0, local_rank=0,
                                      distributed_init_method=f"tcp://127.0.0.1:{port}", backend="gloo")
         initialize_model_parallel(1, 1)
     _MADE.add("process group")
+
+
+def _worker_module(config) -> None:
+    """The module of the worker class vLLM's platform picks (`parallel_config.worker_cls`), imported
+    as vLLM's worker process imports it before it builds a model: on a CPU-only host its CPU
+    worker makes torch.accelerator's empty_cache and synchronize no-ops at import
+    (v1/worker/cpu/shm.py in 0.32.0), which the model loader then calls (base_loader.py:93).
+    Best effort: a worker module this build cannot import is left to the steps that need it."""
+    import importlib
+
+    worker = getattr(config.parallel_config, "worker_cls", "auto")
+    if "." in worker and "cpu" in worker:
+        with contextlib.suppress(Exception):
+            importlib.import_module(worker.rsplit(".", 1)[0])
+
+
+def process_group_gone() -> None:
+    """The process group is made again when next asked for: an engine run in this process
+    (running.py: vLLM's LLM) made its own and destroyed it, with ours, when it shut down."""
+    import torch.distributed
+
+    if not torch.distributed.is_initialized():
+        _MADE.discard("process group")
 
 
 def model_info_cache() -> None:

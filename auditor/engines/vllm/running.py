@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from auditor.engines.outputs import TOP, Outputs
+from auditor.engines.vllm.preparation import process_group_gone
 
 # The two ways vLLM serves a type, as a row names them: (the row's component under `outputs/vllm`,
 # vLLM's `model_impl`). "auto" takes vLLM's native class where its registry has one.
@@ -89,3 +90,4 @@ def run(folder: Path, prompt: Sequence[int], impl: str, dtype: str, greedy: int,
     finally:
         del llm
         gc.collect()
+        process_group_gone()
