@@ -11,7 +11,8 @@ engine's own code (`Engine.runs`: vllm/running.py). Where vLLM's "auto" picks th
 backend itself, that run is the backend's row too (said so), not run twice.
 
 Verdicts: `same`; `different-outputs` with the largest logprob difference, its position and the
-top-1 agreement (the engine's); what the engine raised, judged by the one fault rule with vLLM's
+top-1 agreement (the engine's on its Transformers backend, which runs transformers' own code; the
+pairing's, `engine/model`, on a native class: either side may be wrong); what the engine raised, judged by the one fault rule with vLLM's
 file:line (a limit of this device, a kernel the build lacks: `undecided`); `skipped` where no
 checkpoint can be made (no class with logits) or transformers' own forward raised (the build
 and tiny checks' verdict, not this one's). Needs an engine that runs models (vLLM): selected by
@@ -31,6 +32,7 @@ from auditor import engines
 from auditor.checks import Options, register
 from auditor.checks.interface import CaseContext, Check
 from auditor.core.classifier import Phase, classify
+from auditor.core.fault import Fault
 from auditor.core.messages import message_of, signature_of
 from auditor.core.results import Result
 from auditor.core.status import Failure, Status
@@ -132,7 +134,8 @@ class OutputsCheck(Check):
                     outcome = classify(exc, Phase.ENGINE, engine_package=engine.package)
                 else:
                     title = _title(engine, impl, served.extras)
-                    outcome = verdict(reference, served, dtype, title, {**shape, **served.extras, "impl": impl})
+                    fault = Fault.ENGINE if served.extras.get("transformers_backend") else Fault.PAIRING
+                    outcome = verdict(reference, served, dtype, title, {**shape, **served.extras, "impl": impl}, fault)
                     if impl == "auto" and served.extras.get("transformers_backend"):
                         picked = outcome
             yield self._row(case, component, outcome, time.perf_counter() - begun, engine)

@@ -91,9 +91,12 @@ def _greedy(reference: Outputs, engine: Outputs) -> str:
     return ""
 
 
-def verdict(reference: Outputs, engine: Outputs, dtype: str, title: str, extras: dict):
-    """The row's outcome: `same`, or `different-outputs` (the engine's: it serves this checkpoint
-    otherwise than transformers runs it) with its numbers."""
+def verdict(reference: Outputs, engine: Outputs, dtype: str, title: str, extras: dict, fault: Fault = Fault.ENGINE):
+    """The row's outcome: `same`, or `different-outputs` with its numbers, whose fault is `fault`:
+    the engine's where it ran transformers' own modeling code (its Transformers backend: what
+    differs is its integration); the pairing's where it ran a class of its own, since either
+    side may be the one that is wrong (mamba2: vLLM 0.32.0's native class differs from
+    transformers 5.19.0's and agrees with 5.25.0's)."""
     tolerance = TOLERANCE[dtype]
     found = compare(reference, engine)
     numbers = {"max_logprob_diff": found.max_diff, "at_position": found.at, "top1_equal": found.top1,
@@ -109,7 +112,7 @@ def verdict(reference: Outputs, engine: Outputs, dtype: str, title: str, extras:
         summary += f"; {found.greedy}"
     message = f"{title} differs from transformers: {summary}"
     return Failure(Status.DIFFERENT_OUTPUTS, message, signature_of(f"{title} differs from transformers"),
-                   Fault.ENGINE, extras)
+                   fault, extras)
 
 
 def reference_outputs(model, prompt: Sequence[int], greedy: int = GREEDY_TOKENS) -> Outputs:

