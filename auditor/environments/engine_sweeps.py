@@ -93,15 +93,21 @@ def checked_engines(request) -> tuple[tuple[object, object], ...]:
 
     specs = runner.parse_engines(request.engines)
     transformers = transformers_under_audit() if specs else None
+    checked = []
     for spec in specs:
         if spec.excludes(transformers.version):
-            raise InputError(f"transformers {transformers.version} (installed here, under audit) is outside what "
-                             f"{spec.name} {spec.version} accepts: it requires transformers{spec.transformers} "
-                             "(its Requires-Dist); audit a transformers in that range, or choose another release")
-    return tuple((spec, known.get(spec.name)) for spec in specs)
+            if not getattr(request, "force_transformers", False):
+                raise InputError(f"transformers {transformers.version} (installed here, under audit) is outside what "
+                                 f"{spec.title} accepts: it requires transformers{spec.transformers} "
+                                 "(its Requires-Dist); audit a transformers in that range, choose another release, "
+                                 "or force this pairing with --force-transformers")
+            spec = dataclasses.replace(spec, forced=True)
+        checked.append((spec, known.get(spec.name)))
+    return tuple(checked)
 
 
-def plan_engines(request, outdir: Path, checked: Sequence[tuple[object, object]] | None = None) -> EnginePlan:
+def plan_engines(request, outdir: Path, checked: Sequence[tuple[object, object]] | None = None,
+                 asked: Sequence[str] | None = None) -> EnginePlan:
     """The engines of `request.engines` (`checked_engines`, unless given) planned: the ones
     installed here at that version add their own checks and policy to this sweep; each other
     gets a venv and a sweep of the checks that run its own code into OUTDIR/engines/."""
@@ -121,7 +127,7 @@ def plan_engines(request, outdir: Path, checked: Sequence[tuple[object, object]]
         transformers = transformers_under_audit()
         setup = runner.side_setup(WHAT, [spec.requirement for spec, _ in away])
         for spec, engine in away:
-            planned.append(_venv_sweep(spec, engine, setup, transformers, outdir, request))
+            planned.append(_venv_sweep(spec, engine, setup, transformers, outdir, request, asked))
     return EnginePlan(tuple(planned), request)
 
 
@@ -131,8 +137,9 @@ def own_checks(engine, checks: Sequence[str]) -> list[str]:
     it loads tokenizers its own way: `tokenizer/<engine>`), and its `serves` answer where it has one."""
     weights = ["weights"] if "weights" in checks and engine.loads_weights is not None else []
     tokenizer = ["tokenizer"] if "tokenizer" in checks and engine.tokenizes is not None else []
+    outputs = ["outputs"] if "outputs" in checks and engine.runs is not None else []
     return ([c for c in OWN_CODE_CHECKS if c in checks] + weights + tokenizer
-            + (["serves"] if engine.serves is not None else []))
+            + (["serves"] if engine.serves is not None else []) + outputs)
 
 
 def checks_here(checks, checked: Sequence[tuple[object, object]]) -> tuple[str, ...]:
@@ -145,7 +152,7 @@ def checks_here(checks, checked: Sequence[tuple[object, object]]) -> tuple[str, 
 
     names = listed(checks)
     away = [engine for spec, engine in checked if not (engine.installed and engine.version == spec.version)]
-    answered = {name for engine in away for name in own_checks(engine, ()) if name in names}
+    answered = {name for engine in away for name in own_checks(engine, names) if name in names}
     local = tuple(name for name in names if name not in answered or _runs_here(get(name)))
     return local or ("build",)
 
@@ -156,17 +163,18 @@ def _runs_here(check) -> bool:
     return all(importlib.util.find_spec(module) is not None for module in check.requires)
 
 
-def _venv_sweep(spec, engine, setup, transformers: Transformers, outdir: Path, request) -> EngineSweep:
+def _venv_sweep(spec, engine, setup, transformers: Transformers, outdir: Path, request,
+                asked: Sequence[str] | None = None) -> EngineSweep:
     from auditor.environments.engines import ENGINES_ENV
     from auditor.environments.venvs import release_steps
-    from auditor.sweeping.options import side_path
+    from auditor.sweeping.options import listed, side_path
     from auditor.sweeping.sides import SideSweep
 
-    checks = own_checks(engine, request.checks)
+    checks = own_checks(engine, listed(asked) if asked is not None else request.checks)
     if not checks:
         raise InputError(f"--engine {spec.requirement}: none of --checks {','.join(request.checks)} runs "
                          f"{engine.title}'s own code; add backend or decorate")
-    name = f"{spec.name}-{spec.version}"
+    name = f"{spec.distribution or spec.name}-{spec.version}"
     # The same selection there (the --checkpoint folders too), and what a --weights-from holds
     # (checkpoints, tokenizers) for the checks across releases.
     from auditor.checks import across_releases
@@ -175,12 +183,18 @@ def _venv_sweep(spec, engine, setup, transformers: Transformers, outdir: Path, r
     sweep = SideSweep(models=request.models, exclude=request.exclude, checks=tuple(checks),
                       policies=(engine.policy,), jobs=request.jobs, timeout=request.timeout, shard=request.shard,
                       checkpoints=tuple(side_path(folder) for folder in request.checkpoints), weights_from=weights_from)
-    label = f"{engine.title} {spec.version} (venv)"
+    build = f", {spec.distribution}" if spec.distribution else ""
+    forced = f", transformers {transformers.version} forced" if spec.forced else ""
+    label = f"{engine.title} {spec.version} (venv{build}{forced})"
+    from auditor.environments.sides.noxfile import FORCE_ENV, REMOVE_ENV
+
+    env = {**setup.env, ENGINES_ENV: spec.requirement,
+           **({FORCE_ENV: "1"} if spec.forced else {}),
+           **({REMOVE_ENV: " ".join(engine.builds[spec.distribution])} if spec.distribution else {})}
     install, run = release_steps(transformers, outdir=(outdir / ENGINES_DIR / name).resolve(),
                                  envdir=setup.home / ENGINES_DIR / name, noxfile=runner.NOXFILE, nox=setup.nox,
-                                 sweep=sweep, label=label, name=name,
-                                 env={**setup.env, ENGINES_ENV: spec.requirement})
-    side = dataclasses.replace(install.side, engines=(f"{spec.name} {spec.version}",))
+                                 sweep=sweep, label=label, name=name, env=env)
+    side = dataclasses.replace(install.side, engines=(f"{spec.name} {spec.version}",))  # as the run's header names it
     return EngineSweep(spec, False, side, dataclasses.replace(install, side=side), dataclasses.replace(run, side=side))
 
 
@@ -259,11 +273,12 @@ def sweep_with_engines(request, events, venv_events: SideEvents | None = None, r
 
     venv_events = venv_events or SideEvents()
     checked = checked_engines(request)  # the engines first: nothing is made for a refused one
+    asked = request.checks  # the venvs' own checks are chosen from these (`outputs` runs only there)
     request = dataclasses.replace(request, checks=checks_here(request.checks, checked))
     here = validate(dataclasses.replace(request, engines=()))
     select(here, SweepEvents())  # an empty selection too, before a venv is made
     outdir = here.outdir
-    plan = plan_engines(dataclasses.replace(request, output=outdir), outdir, checked)
+    plan = plan_engines(dataclasses.replace(request, output=outdir), outdir, checked, asked)
     install_engines(plan, venv_events, resume=request.resume, overwrite=request.overwrite)
     outcome = run_request(dataclasses.replace(plan.request, engines=()), events, rules, expected)
     runs = sweep_engines(plan, venv_events)

