@@ -88,3 +88,25 @@ def test_without_an_engine_that_runs_models_the_check_is_refused_before_any_work
     assert proc.returncode == 2
     assert "check 'outputs' needs vllm installed" in proc.stderr
     assert not (tmp_path / "run" / "results.jsonl").exists()
+
+
+def test_sglang_says_why_it_runs_no_forward_here():
+    # SGLang's rows name this machine's limit (its CPU kernels are not on the package index)
+    # rather than leave the engine out; this needs no SGLang: its run never imports it.
+    import torch
+
+    from auditor.checks.outputs import components
+    from auditor.core.classifier import Phase, classify
+    from auditor.core.status import Status
+    from auditor.engines import get
+
+    sglang = get("sglang")
+    assert components(sglang) == (("sglang", "auto"),)
+    with pytest.raises(Exception) as raised:
+        sglang.runs(None, (1, 2), "auto", "float32", 4, 1024)
+    failure = classify(raised.value, Phase.ENGINE, engine_package="sglang")
+    if torch.cuda.is_available():
+        assert failure.status is Status.SKIPPED and "not built" in failure.message
+    else:
+        assert failure.status is Status.UNDECIDED and failure.fault.value == "environment"
+        assert "sgl-kernel wheels on the package index are CUDA builds" in failure.message

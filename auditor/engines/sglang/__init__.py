@@ -15,7 +15,18 @@ from __future__ import annotations
 
 from auditor.engines.common import reads_attention
 from auditor.engines.interface import BuildSettings, CompileSemantics, Engine, Gate
-from auditor.engines.sglang import build, gates, loading, meeting, modules, own, releases, serving, tokenizing
+from auditor.engines.sglang import (
+    build,
+    gates,
+    loading,
+    meeting,
+    modules,
+    own,
+    releases,
+    running,
+    serving,
+    tokenizing,
+)
 
 ENGINE = Engine(
     name="sglang",
@@ -66,6 +77,9 @@ ENGINE = Engine(
     loads_weights=loading.outcome,
     # its own get_tokenizer on the same files as transformers' AutoTokenizer (tokenizing.py): tokenizer/sglang
     tokenizes=tokenizing.load,
+    runs=running.run,
+    run_paths=running.PATHS,
+    head_size=running.head_size,
     shims=serving.shims_in_use,
     warm_up=serving.warm_up,
 )
