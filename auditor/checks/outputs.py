@@ -91,8 +91,15 @@ class OutputsCheck(Check):
                 yield from self._engine_rows(engine, case, config, dtype, Path(tmp))
 
     def _engine_rows(self, engine, case: ModelCase, config, dtype: str, folder: Path) -> Iterator[Result]:
-        from auditor.engines.outputs import GREEDY_TOKENS, PROMPT_LENGTH, reference_outputs, verdict
-        from auditor.models.served import CannotServe, write
+        from auditor.engines.outputs import (
+            GREEDY_TOKENS,
+            PROMPT_LENGTH,
+            embedding_verdict,
+            reference_hidden,
+            reference_outputs,
+            verdict,
+        )
+        from auditor.models.served import EMBED, CannotServe, write
 
         paths = components(engine)
         start = time.perf_counter()
@@ -114,12 +121,15 @@ class OutputsCheck(Check):
             yield from rows((Status.SKIPPED, f"no checkpoint to serve: its tiny model raised {message_of(exc)}", {}))
             return
         try:
-            reference = reference_outputs(made.model, made.prompt, GREEDY_TOKENS)
+            reference = (reference_hidden(made.model, made.prompt) if made.task == EMBED
+                         else reference_outputs(made.model, made.prompt, GREEDY_TOKENS))
         except Exception as exc:
             yield from rows((Status.SKIPPED, f"nothing to compare with: transformers' own forward raised "
                                              f"{message_of(exc)}", {}))
             return
+        judge = embedding_verdict if made.task == EMBED else verdict
         shape = {"head_size": size, "architecture": made.architecture, "prompt_length": len(made.prompt),
+                 "task": made.task, **({"files": made.files} if made.files else {}),
                  **({"changed": {k: list(v) for k, v in made.changed.items()}} if made.changed else {})}
         picked = None  # vLLM's "auto" run, where it picked the backend itself
         for component, impl in paths:
@@ -129,13 +139,14 @@ class OutputsCheck(Check):
                 outcome = _as_backend(picked, engine)
             else:
                 try:
-                    served = engine.runs(folder, made.prompt, impl, dtype, GREEDY_TOKENS, made.vocab)
+                    served = engine.runs(folder, made.prompt, impl, dtype, GREEDY_TOKENS, made.vocab, made.task,
+                                         made.tokenizer)
                 except Exception as exc:
-                    outcome = classify(exc, Phase.ENGINE, engine_package=engine.package)
+                    outcome = _failure(exc, engine)
                 else:
                     title = _title(engine, impl, served.extras)
                     fault = Fault.ENGINE if served.extras.get("transformers_backend") else Fault.PAIRING
-                    outcome = verdict(reference, served, dtype, title, {**shape, **served.extras, "impl": impl}, fault)
+                    outcome = judge(reference, served, dtype, title, {**shape, **served.extras, "impl": impl}, fault)
                     if impl == "auto" and served.extras.get("transformers_backend"):
                         picked = outcome
             yield self._row(case, component, outcome, time.perf_counter() - begun, engine)
@@ -149,6 +160,19 @@ class OutputsCheck(Check):
         return Result(case.model_type, "outputs", status, component=component, message=message,
                       signature=signature_of(message) if not status.ok else "", seconds=seconds,
                       extras={**extras, "engine_version": engine.version})
+
+
+def _failure(exc: BaseException, engine) -> Failure:
+    """What the engine's run raised, by the one fault rule; a file the made folder lacks (an OSError
+    reading it: a processor's feature extractor the auditor could not write) is this machine's
+    input, not the model's or the engine's, as in the serves check."""
+    cause: BaseException | None = exc
+    while cause is not None:
+        if isinstance(cause, OSError):
+            message = f"environment limit (a file the made checkpoint lacks: {message_of(cause)})"
+            return Failure(Status.UNDECIDED, message, signature_of(message), Fault.ENVIRONMENT)
+        cause = cause.__cause__ or cause.__context__
+    return classify(exc, Phase.ENGINE, engine_package=engine.package)
 
 
 def _title(engine, impl: str, extras: dict) -> str:

@@ -44,6 +44,10 @@ class Outputs:
     greedy: tuple[int, ...]
     greedy_top: tuple[Mapping[int, float], ...]
     extras: Mapping[str, object] = field(default_factory=dict)  # what the side says of itself (the class it ran)
+    # A pooling model's output instead: its hidden states pooled (the engine's: as it pools them,
+    # `extras["pooling"]`; transformers' side keeps every position's, pooled the same way: `pooled`)
+    embedding: tuple[float, ...] = ()
+    hidden: tuple[tuple[float, ...], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -113,6 +117,53 @@ def verdict(reference: Outputs, engine: Outputs, dtype: str, title: str, extras:
     message = f"{title} differs from transformers: {summary}"
     return Failure(Status.DIFFERENT_OUTPUTS, message, signature_of(f"{title} differs from transformers"),
                    fault, extras)
+
+
+def embedding_verdict(reference: Outputs, engine: Outputs, dtype: str, title: str, extras: dict,
+                      fault: Fault = Fault.ENGINE):
+    """A pooling model's row: the engine's embedding against transformers' hidden states pooled the
+    way the engine pooled them (its `pooling`), element by element."""
+    tolerance = TOLERANCE[dtype]
+    pooling = str(engine.extras.get("pooling", ""))
+    want = pooled(reference.hidden, pooling)
+    if len(want) != len(engine.embedding):
+        diff, at = math.inf, -1
+    else:
+        diff, at = max(((abs(a - b) if math.isfinite(a) and math.isfinite(b) else math.inf, i)
+                        for i, (a, b) in enumerate(zip(want, engine.embedding, strict=True))), default=(0.0, 0))
+    extras = {**extras, "max_embedding_diff": diff, "at_dimension": at, "tolerance": tolerance, "dtype": dtype,
+              "pooling": pooling, "dimensions": len(engine.embedding)}
+    summary = (f"embedding ({pooling} pooling, {len(engine.embedding)} dimensions) max difference {diff:.2g} at "
+               f"dimension {at} (tolerance {tolerance:g}, {dtype})")
+    if diff <= tolerance:
+        return Status.SAME, f"{title} gives transformers' outputs: {summary}", extras
+    return Failure(Status.DIFFERENT_OUTPUTS, f"{title} differs from transformers: {summary}",
+                   signature_of(f"{title} differs from transformers"), fault, extras)
+
+
+def pooled(hidden: Sequence[Sequence[float]], pooling: str) -> tuple[float, ...]:
+    """Hidden states [positions][width] pooled as vLLM's sequence pooling types say: the last
+    position, the first (CLS), or the mean."""
+    if not hidden:
+        return ()
+    if pooling == "CLS":
+        return tuple(hidden[0])
+    if pooling == "MEAN":
+        return tuple(sum(column) / len(hidden) for column in zip(*hidden, strict=True))
+    return tuple(hidden[-1])  # LAST, vLLM's default for a decoder
+
+
+def reference_hidden(model, prompt: Sequence[int]) -> Outputs:
+    """transformers' side of a pooling model: its last hidden states on `prompt`, every position."""
+    import torch
+
+    with torch.no_grad():
+        output = model(input_ids=torch.tensor([list(prompt)]))
+    hidden = getattr(output, "last_hidden_state", None)
+    if hidden is None:
+        hidden = output[0]
+    return Outputs((), (), (), {"class": type(model).__name__},
+                   hidden=tuple(tuple(row) for row in hidden[0].float().tolist()))
 
 
 def reference_outputs(model, prompt: Sequence[int], greedy: int = GREEDY_TOKENS) -> Outputs:

@@ -9,6 +9,8 @@ the engine is given as the architecture (the type's causal-LM class, else its im
 or vision-to-sequence class: the serves check's order), and every floating parameter drawn
 again with seeded noise of std NOISE added, so that the logits are not flat and a norm's or a
 bias's mishandling shows. Saved with `save_pretrained` in float32, `architectures` naming that class.
+A type with no such class is given its AutoModel class, which an engine serves as a pooling model:
+its hidden states are compared, pooled as the engine pools them (auditor.engines.outputs).
 """
 
 from __future__ import annotations
@@ -17,8 +19,11 @@ import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 
+from auditor.models import processor_files
+
 NOISE = 0.2
 SEED = 0
+GENERATE, EMBED = "generate", "embed"  # the task a checkpoint is run for
 # The mappings whose classes give logits over the vocabulary, in the serves check's order
 # (auditor.engines.vllm.native.ARCHITECTURE_MAPPINGS without the AutoModel class, which has none).
 GENERATIVE = ("MODEL_FOR_CAUSAL_LM_MAPPING_NAMES", "MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES",
@@ -38,19 +43,25 @@ class ServedCheckpoint:
     prompt: tuple[int, ...]
     vocab: int
     changed: dict  # config fields changed beyond the shrink (windows, layers, ties), {field: (before, after)}
+    task: str = GENERATE  # GENERATE (logits) or EMBED (hidden states, pooled as the engine pools them)
+    tokenizer: bool = False  # a tokenizer is in the folder (the engine then loads it, as from a checkpoint)
+    files: str = ""  # what was written beside the weights for the engine: a processor's files, a tokenizer
 
 
-def architecture(model_type: str) -> str:
-    """The transformers class an engine is given for `model_type`: the first of GENERATIVE that maps it."""
+def architecture(model_type: str) -> tuple[str, str]:
+    """(the transformers class an engine is given for `model_type`, the task it is run for): the
+    first of GENERATIVE that maps it (GENERATE: logits over the vocabulary), else its AutoModel
+    class (EMBED: an engine serves a base model as a pooling model, its hidden states pooled);
+    ("", "") where transformers maps it to no model class."""
     from transformers.models.auto import modeling_auto
 
-    for name in GENERATIVE:
+    for name in (*GENERATIVE, "MODEL_MAPPING_NAMES"):
         found = getattr(modeling_auto, name, {}).get(model_type)
         if isinstance(found, (tuple, list)):
             found = found[0] if found else None
         if found:
-            return found
-    return ""
+            return found, GENERATE if name in GENERATIVE else EMBED
+    return "", ""
 
 
 def write(config, model_type: str, folder: Path, head_size: int, length: int) -> ServedCheckpoint:
@@ -64,10 +75,9 @@ def write(config, model_type: str, folder: Path, head_size: int, length: int) ->
     from auditor.models.tiny.exercise import as_saved, exercised
     from auditor.models.tiny.shrinker import SIZES
 
-    arch = architecture(model_type)
+    arch, task = architecture(model_type)
     if not arch:
-        raise CannotServe("no class with logits over the vocabulary (transformers maps this type to no causal-LM, "
-                          "image-text-to-text or vision-to-sequence class)")
+        raise CannotServe("no architecture: transformers maps this type to no model class")
     cls = getattr(transformers, arch, None)
     if cls is None:
         raise CannotServe(f"transformers has no class {arch}")
@@ -77,7 +87,7 @@ def write(config, model_type: str, folder: Path, head_size: int, length: int) ->
     except ShrinkError as exc:
         raise CannotServe(f"cannot shrink to head size {head_size}: {exc}") from exc
     tiny, changed = as_saved(*exercised(tiny, length))
-    changed.update(_untied(tiny))
+    changed.update(_untied(tiny) if task == GENERATE else {})
     tiny.architectures = [arch]
     torch.manual_seed(SEED)
     model = cls._from_config(tiny, dtype=torch.float32).eval()
@@ -89,7 +99,24 @@ def write(config, model_type: str, folder: Path, head_size: int, length: int) ->
     except CannotFeed as exc:
         raise CannotServe(str(exc)) from exc
     text = model.config.get_text_config(decoder=True)
-    return ServedCheckpoint(folder, arch, model, prompt, int(text.vocab_size), changed)
+    vocab = int(getattr(text, "vocab_size", 0) or 0)
+    files = processor_files.write(model_type, str(folder))  # a multimodal type's processor, as a checkpoint has
+    tokenizer, written = files.tokenizer, files.extras().get("processor_files", "")
+    if not tokenizer and task == EMBED and vocab:
+        _word_tokenizer(folder, vocab)  # an engine's pooling path reads a tokenizer even for ids
+        tokenizer, written = True, f"a word-level tokenizer of the {vocab} ids (written offline)"
+    return ServedCheckpoint(folder, arch, model, prompt, vocab, changed, task, tokenizer, written)
+
+
+def _word_tokenizer(folder: Path, vocab: int) -> None:
+    """A tokenizer whose every id is a token of its own ("t0" ... ), so that any prompt of ids is in
+    its vocabulary and decodes: what an engine that needs a tokenizer is given for a made checkpoint."""
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    words = Tokenizer(models.WordLevel({f"t{i}": i for i in range(vocab)}, unk_token="t0"))
+    words.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    PreTrainedTokenizerFast(tokenizer_object=words, unk_token="t0").save_pretrained(folder)
 
 
 def _untied(config) -> dict:
