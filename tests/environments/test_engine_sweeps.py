@@ -157,3 +157,17 @@ def test_the_engines_venv_sweeps_the_same_checkpoints_and_its_own_weight_loader(
     sweep = (home / "log.txt").read_text().splitlines()[1].split()
     assert sweep[sweep.index("--checks") + 1] == "weights,serves"
     assert sweep[sweep.index("--checkpoint") + 1] == str(folder.resolve())
+
+
+def test_force_transformers_takes_a_release_that_excludes_this_transformers_and_marks_the_pairing(home):
+    # The same real requirement as the refusal above (vllm 0.33.0: transformers<5.21.0): forced, the
+    # release is planned, marked as a forced pairing, instead of refused.
+    from auditor.environments.engine_sweeps import checked_engines
+    from auditor.sweeping.options import make_request
+
+    if TRANSFORMERS == "5.19.0":
+        pytest.skip("this transformers is one the engine takes")
+    request = make_request(models=["gpt2"], checks="build", engines=["vllm==0.33.0"], force_transformers=True)
+    ((spec, engine),) = checked_engines(request)
+    assert spec.forced and spec.excludes(TRANSFORMERS) and engine.name == "vllm"
+    assert spec.requirement == "vllm==0.33.0"
