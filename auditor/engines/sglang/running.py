@@ -34,5 +34,5 @@ def head_size(dtype: str) -> int:
     raise _why()
 
 
-def run(folder, prompt, impl, dtype, greedy, vocab, task="generate", tokenizer=False):
+def run(folder, prompt, impl, dtype, greedy, vocab, task="generate", tokenizer=False, classes=()):
     raise _why()

@@ -63,11 +63,21 @@ def head_size(dtype: str) -> int:
 
 
 def run(folder: Path, prompt: Sequence[int], impl: str, dtype: str, greedy: int, vocab: int,
-        task: str = "generate", tokenizer: bool = False) -> Outputs:
+        task: str = "generate", tokenizer: bool = False, classes: Sequence[type] = ()) -> Outputs:
     """vLLM's LLM on `folder` with `model_impl=impl`: its outputs (auditor.engines.outputs.Outputs;
     extras: the architecture vLLM resolved, whether that is its Transformers backend, the start's
     and the generation's seconds). `task` "embed": a pooling model, its embedding without
-    vLLM's activation (normalization), and the pooling it used."""
+    vLLM's activation (normalization), and the pooling it used. `classes`: transformers' classes of
+    the model, put back as they were after (vLLM's Transformers backend decorates the decoder class
+    for good: a later build of that class in this worker, the next type's reference, would be vLLM's)."""
+    from auditor.engines.vllm.constructor import classes_restored
+
+    with classes_restored(classes):
+        return _run(folder, prompt, impl, dtype, greedy, vocab, task, tokenizer)
+
+
+def _run(folder: Path, prompt: Sequence[int], impl: str, dtype: str, greedy: int, vocab: int, task: str,
+         tokenizer: bool) -> Outputs:
     _environment()
     from vllm import LLM
 
