@@ -81,13 +81,13 @@ def _cell_arguments(p: argparse.ArgumentParser) -> None:
     add_side_arguments(p.add_argument_group("the sweep of each step (defaults: the sweep's; --checks and "
                                             "--policies only without COLUMN)"),
                        STEP_OPTIONS, jobs=1)
-    add_engine_argument(p)
+    add_engine_argument(p, force=True)
 
 
 def _probe(args: argparse.Namespace, outdir: Path) -> Probe:
     """The cell and its sweep, checked before anything is installed."""
     return bisect_probe(args.model_type, args.column, side_sweep_of(args, STEP_OPTIONS), outdir=outdir,
-                        engines=args.engines)
+                        engines=args.engines, force=args.force_transformers)
 
 
 def run_bisect(args: argparse.Namespace) -> int:

@@ -19,13 +19,20 @@ from auditor.environments.steps import Step
 _EXAMPLE = engines.example_requirement()
 
 
-def add_engine_argument(group) -> None:
-    """--engine, the same on upgrade-check, versions, bisect and bisect-step."""
+def add_engine_argument(group, force: bool = False) -> None:
+    """--engine, the same on upgrade-check, versions, bisect and bisect-step; `force`: with
+    --force-transformers (upgrade-check, bisect and bisect-step, whose sides take it)."""
     group.add_argument("--engine", dest="engines", action="append", default=[], metavar="NAME==VERSION",
                        help=f"a serving engine to install into every side, e.g. {_EXAMPLE} (repeatable; "
                             f"`{_EXAMPLE.split('==')[0]}` alone: the version installed here); its sweeps then also "
                             "run the engine's "
-                            "own functions, and a transformers the engine excludes is refused before any install")
+                            "own functions, and a transformers the engine excludes is refused before any install"
+                            + (" (unless --force-transformers)" if force else ""))
+    if force:
+        group.add_argument("--force-transformers", action="store_true",
+                           help="install each side's transformers after the engine even where the engine's own "
+                                "requirement excludes it (as vLLM's transformers-nightly job does); each side's "
+                                "rows name the forced pairing")
 
 
 def add_fail_on_drift_argument(group) -> None:

