@@ -1,9 +1,9 @@
 """vLLM running a checkpoint for real (needs vLLM): the `outputs` check's engine side, `Engine.runs`.
 
 As a user serves a model offline: `vllm.LLM(model=FOLDER, model_impl=IMPL)`, its ids as the
-prompt (`skip_tokenizer_init` where the folder has no tokenizer: the check compares ids, not text), prompt logprobs over the whole
-vocabulary at every position and a few greedy tokens with their top logprobs
-(`SamplingParams(temperature=0)`). The engine runs in this process
+prompt (`skip_tokenizer_init` where the folder has no tokenizer: the check compares ids, not
+text), prompt logprobs over the whole vocabulary at every position and a few greedy tokens with
+their top logprobs (`SamplingParams(temperature=0)`); a pooling model's embedding (`LLM.embed`). The engine runs in this process
 (`VLLM_ENABLE_V1_MULTIPROCESSING=0`), so a worker imports vLLM and initializes its platform once
 and every later type pays only for its own `LLM` (seconds). Eager (`enforce_eager`): the compile
 is the compile check's; here each type's start stays within seconds on a CPU.
