@@ -138,17 +138,63 @@ def pytest_runtest_setup(item):
                                                           not constants.IS_WINDOWS_OR_OSX)
 
 
+# The groups that take longest (a minute or more on 2 cores, from the suite's --durations), longest
+# first: they start first, so the suite ends on short files instead of one worker idling while the
+# other runs a long one (xdist's own order, most tests first, left these few-test files to the end).
+# The side venvs' group is not among them: its tests wait for the real-release commands that
+# tests/upgrade/early.py starts with the session, which have time to finish while these run.
+LONGEST_FIRST = (
+    "tests/executors/test_device_isolation.py",
+    "tests/sweeping/test_faults.py",
+    "tests/executors/test_sweep.py",
+    "tests/executors/test_ray_cluster.py",
+    "tests/checks/test_tokenizer_check.py",
+    "tests/checks/test_decorate_check.py",
+    "tests/checks/test_weights_check.py",
+    "tests/atlas/test_atlas_ray.py",
+    "tests/checks/compile/test_compile_sweep.py",
+    "tests/remote/test_ray.py",
+    "tests/remote/test_sweep_pickle.py",
+    "tests/report/test_release_night.py",
+    "tests/sweeping/test_since_last_run.py",
+    "tests/checks/test_whose_fault.py",
+)
+
+
+def _group(nodeid: str) -> str:
+    path = nodeid.split("::", 1)[0]
+    return _GROUP_OF.get(path, path)
+
+
+def pytest_collection_modifyitems(config, items):
+    """In an xdist worker: the groups in the order the scheduler hands them out, LONGEST_FIRST,
+    then the others by their number of tests (xdist's own order); a group's tests keep theirs."""
+    if not hasattr(config, "workerinput"):
+        return
+    groups = [_group(item.nodeid) for item in items]
+    counts: dict[str, int] = {}
+    first: dict[str, int] = {}
+    for index, group in enumerate(groups):
+        counts[group] = counts.get(group, 0) + 1
+        first.setdefault(group, index)
+    rank = {group: index for index, group in enumerate(LONGEST_FIRST)}
+    key = {group: (rank.get(group, len(rank)), -counts[group], first[group]) for group in counts}
+    order = sorted(range(len(items)), key=lambda index: key[groups[index]])
+    items[:] = [items[index] for index in order]
+
+
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config, log):
     """xdist's scheduler of whole groups (a file, or the group its file shares): `--dist loadfile`
     with SHARED_GROUPS (xdist's `xdist_group` marks are lost on pytest 9, whose node ids they
-    rewrite)."""
+    rewrite), handed out in the workers' collection order (pytest_collection_modifyitems)."""
     from xdist.scheduler import LoadScopeScheduling
+
+    config.option.loadscopereorder = False
 
     class FileGroups(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
-            path = nodeid.split("::", 1)[0]
-            return _GROUP_OF.get(path, path)
+            return _group(nodeid)
 
     return FileGroups(config, log)
 
