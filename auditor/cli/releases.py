@@ -31,8 +31,8 @@ def add_engine_argument(group, force: bool = False) -> None:
     if force:
         group.add_argument("--force-transformers", action="store_true",
                            help="install each side's transformers after the engine even where the engine's own "
-                                "requirement excludes it (as vLLM's transformers-nightly job does); each side's "
-                                "rows name the forced pairing")
+                                "requirement excludes it (as an engine's own nightly job against transformers does); "
+                                "each side's rows name the forced pairing")
 
 
 def add_fail_on_drift_argument(group) -> None:

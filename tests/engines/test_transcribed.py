@@ -60,6 +60,7 @@ NOT_COPIES = {
     ("vllm/native.py", "_warm_registry"): "calls vLLM's own registry (installed)",
     ("vllm/native.py", "_before"): "judges what vLLM's own code raised; copies none",
     ("vllm/preparation.py", "model_info_cache"): "calls vLLM's own registry cache (installed)",
+    ("vllm/preparation.py", "_worker_module"): "imports vLLM's own worker module (installed); copies none",
     ("vllm/preparation.py", "_in_process"): "calls vLLM's own inspection (installed) in this process",
     ("vllm/own.py", "decorate_gate"): "calls vLLM's own decorator (installed)",
     ("vllm/plans.py", "walk"): "the modules in another order than vLLM's walk: the auditor's",
