@@ -24,10 +24,11 @@ from auditor.models import processor_files
 NOISE = 0.2
 SEED = 0
 GENERATE, EMBED = "generate", "embed"  # the task a checkpoint is run for
-# The mappings whose classes give logits over the vocabulary, in the serves check's order
-# (auditor.engines.vllm.native.ARCHITECTURE_MAPPINGS without the AutoModel class, which has none).
+# The mappings whose classes give logits over the vocabulary, in the order a type's architecture is
+# taken from them; then the AutoModel class, which has none (an engine serves it as a pooling model).
 GENERATIVE = ("MODEL_FOR_CAUSAL_LM_MAPPING_NAMES", "MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES",
               "MODEL_FOR_VISION_2_SEQ_MAPPING_NAMES")
+ARCHITECTURE_MAPPINGS = (*GENERATIVE, "MODEL_MAPPING_NAMES")
 
 
 class CannotServe(ValueError):
@@ -48,20 +49,27 @@ class ServedCheckpoint:
     files: str = ""  # what was written beside the weights for the engine: a processor's files, a tokenizer
 
 
-def architecture(model_type: str) -> tuple[str, str]:
-    """(the transformers class an engine is given for `model_type`, the task it is run for): the
-    first of GENERATIVE that maps it (GENERATE: logits over the vocabulary), else its AutoModel
-    class (EMBED: an engine serves a base model as a pooling model, its hidden states pooled);
-    ("", "") where transformers maps it to no model class."""
+def architecture_for(model_type: str) -> tuple[str, str]:
+    """(architecture, the mapping it came from) for `model_type`: the first of ARCHITECTURE_MAPPINGS
+    that maps it; ("", "") where transformers maps it to no model class. What an engine is given
+    (the serves check's and the outputs check's one rule)."""
     from transformers.models.auto import modeling_auto
 
-    for name in (*GENERATIVE, "MODEL_MAPPING_NAMES"):
+    for name in ARCHITECTURE_MAPPINGS:
         found = getattr(modeling_auto, name, {}).get(model_type)
         if isinstance(found, (tuple, list)):
             found = found[0] if found else None
         if found:
-            return found, GENERATE if name in GENERATIVE else EMBED
+            return found, name
     return "", ""
+
+
+def architecture(model_type: str) -> tuple[str, str]:
+    """(the transformers class an engine is given for `model_type`, the task it is run for):
+    GENERATE (logits over the vocabulary) from a class of GENERATIVE, else EMBED (its AutoModel
+    class: an engine serves a base model as a pooling model, its hidden states pooled)."""
+    found, mapping = architecture_for(model_type)
+    return (found, GENERATE if mapping in GENERATIVE else EMBED) if found else ("", "")
 
 
 def write(config, model_type: str, folder: Path, head_size: int, length: int) -> ServedCheckpoint:

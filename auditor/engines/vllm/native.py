@@ -42,11 +42,8 @@ from auditor.engines.vllm.preparation import inspection_retried, model_info_cach
 from auditor.engines.vllm.releases import followed
 from auditor.engines.vllm.shims import applied, config_shims, kernel_shims
 from auditor.models import processor_files
+from auditor.models.served import architecture_for
 
-# transformers' mappings, in the order a type's architecture is taken from them (the first that
-# has the type); the last, the AutoModel class, is what a default config names when it names none.
-ARCHITECTURE_MAPPINGS = ("MODEL_FOR_CAUSAL_LM_MAPPING_NAMES", "MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES",
-                         "MODEL_FOR_VISION_2_SEQ_MAPPING_NAMES", "MODEL_MAPPING_NAMES")
 NATIVE = "native"
 BACKEND = "Transformers backend"
 # vLLM's steps where a serves row can stop, in its order (the row's `step`; the where-they-stop
@@ -109,20 +106,6 @@ def outcome(case, context) -> tuple[Status, str, dict] | Failure:
     if served.failure is None:
         return Status.BUILD, served.message, served.extras()
     return dataclasses.replace(served.failure, extras=served.extras())
-
-
-def architecture_for(model_type: str) -> tuple[str, str]:
-    """(architecture, mapping it came from) for `model_type`; ("", "") where transformers maps
-    it to no model class."""
-    from transformers.models.auto import modeling_auto
-
-    for name in ARCHITECTURE_MAPPINGS:
-        arch = getattr(modeling_auto, name, {}).get(model_type)
-        if isinstance(arch, (tuple, list)):
-            arch = arch[0] if arch else None
-        if arch:
-            return arch, name
-    return "", ""
 
 
 def serve(config, model_type: str, classes=(), trust_remote_code: bool = False) -> Served:
